@@ -1,0 +1,2 @@
+// PyPerf: entry point.
+int main() { return 0; }
