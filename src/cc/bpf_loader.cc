@@ -1,0 +1,52 @@
+// BPF loading without kernel headers: see bpf_loader.h.
+#include "bpf_loader.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "kernel_header_shim.h"
+
+namespace pyperf {
+namespace {
+
+constexpr int kCapSysAdmin = 21;
+constexpr int kCapPerfmon = 38;
+constexpr int kCapBpf = 39;
+
+uint64_t EffectiveCapabilities() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status CheckBpfPrivileges() {
+  uint64_t caps = EffectiveCapabilities();
+  auto has = [caps](int cap) { return (caps >> cap) & 1; };
+  if (has(kCapSysAdmin) || (has(kCapBpf) && has(kCapPerfmon))) return Status::Ok();
+  std::string missing;
+  if (!has(kCapBpf)) missing += "CAP_BPF";
+  if (!has(kCapPerfmon)) missing += missing.empty() ? "CAP_PERFMON" : " and CAP_PERFMON";
+  return Status::Error("insufficient privileges to load BPF programs (missing " + missing +
+                       "): run as root, or grant CAP_BPF + CAP_PERFMON (e.g. setcap "
+                       "cap_bpf,cap_perfmon+ep)");
+}
+
+Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
+                                                     const std::vector<std::string>& cflags) {
+  auto shim = KernelHeaderShim::Install();
+  if (!shim.ok()) return shim.status();
+  auto bpf = std::make_unique<ebpf::BPF>();
+  ebpf::StatusTuple st = bpf->init(program, cflags);
+  if (!st.ok())
+    return Status::Error("cannot compile/load the BPF program: " + st.msg() +
+                         " (compiler diagnostics above)");
+  return bpf;
+}
+
+}  // namespace pyperf
