@@ -1,2 +1,346 @@
-/* PyPerf's BPF program (compiled at run time by libbcc, headerless). */
-int on_sample(struct bpf_perf_event_data *ctx) { return 0; }
+/* PyPerf's BPF program, compiled at run time by libbcc without kernel headers
+ * (src/cc/kernel_headers). PyPerfBpfShared.h is prepended by the loader.
+ *
+ * Per CPU-clock sample of a profiled process:
+ *   on_sample         header, user registers, a copy of the user stack, the
+ *                     kernel stack id; then tail-calls
+ *   find_thread_state the sampled thread's PyThreadState (cached per tid and
+ *                     re-validated; on a miss, a walk of the interpreter's
+ *                     thread list, several tail calls long); then
+ *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
+ *                     itself up to MAX_FRAMES, then submits the event.
+ * Kernel structures are read only at offsets computed from BTF (FS_OFFSET,
+ * STACK_OFFSET); Python structures at offsets from PyOffsets.cc.
+ *
+ * Compile-time parameters (-D): FS_OFFSET, STACK_OFFSET, THREAD_SIZE,
+ * NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK, SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES,
+ * FRAMES_PER_PROG, THREADS_PER_PROG, MAX_THREAD_WALKS.
+ * Loops are bounded and left to the verifier (kernel 5.3 or later). */
+
+#include <uapi/linux/bpf_perf_event.h>
+
+#define RED_ZONE 128
+#define MAX_FRAMES PYPERF_MAX_FRAMES
+#define USER_STACK_BYTES (USER_STACK_PAGES > 0 ? USER_STACK_PAGES * PAGE_SIZE : 8)
+
+/* Per-CPU scratch: the event being built and the walkers' state. */
+struct pyperf_sample_state {
+  u64 task;
+  u64 frame;
+  u64 walk_cursor;
+  u32 thread_walks;
+  u32 pad;
+  struct pyperf_proc_info proc;
+  struct pyperf_symbol symbol;
+  struct pyperf_event event; /* its user_stack[] continues into the storage below */
+  u8 user_stack_storage[USER_STACK_BYTES];
+};
+
+BPF_HASH(py_procs, u32, struct pyperf_proc_info, 4096);
+BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
+BPF_TABLE("lru_hash", u32, u64, thread_states, 16384);
+BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
+BPF_PERCPU_ARRAY(symbol_counter, u32, 1);
+/* Scratch per CPU; a plain array indexed by CPU, since per-CPU map values
+ * are limited to 32 KiB and the user stack copy may be larger. */
+BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
+BPF_PERF_OUTPUT(events);
+BPF_STACK_TRACE(kernel_stacks, KERNEL_STACKS_MAP_SIZE);
+BPF_PROG_ARRAY(progs, 2);
+
+#define PROG_FIND_THREAD_STATE 0
+#define PROG_WALK_PYTHON_STACK 1
+
+static __always_inline u64 read_ptr(u64 addr) {
+  u64 value = 0;
+  if (bpf_probe_read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
+  return value;
+}
+
+static __always_inline s32 read_s32(u64 addr) {
+  s32 value = 0;
+  bpf_probe_read_user(&value, sizeof(value), (void *)addr);
+  return value;
+}
+
+static __always_inline void submit(struct bpf_perf_event_data *ctx, struct pyperf_sample_state *state) {
+  struct pyperf_event *event = &state->event;
+  u32 len = event->user_stack_len;
+  if (len > USER_STACK_BYTES) len = USER_STACK_BYTES;
+  u64 size = offsetof(struct pyperf_event, user_stack) + len;
+  events.perf_submit(ctx, event, size);
+}
+
+/* Copies a Python string object (2.7 str, or a PEP 393 unicode) into dst. */
+static __always_inline void read_py_string(struct pyperf_offsets *o, u64 obj, char *dst, u32 len) {
+  if (obj == 0) return;
+  u64 data = obj + o->string_data;
+  if (o->string_kind == PYPERF_STRING_UNICODE) {
+    u32 state = 0;
+    bpf_probe_read_user(&state, sizeof(state), (void *)(obj + o->unicode_state));
+    /* state bits: interned (2), kind (3), compact (1), ascii (1). */
+    int compact = (state >> 5) & 1;
+    int ascii = (state >> 6) & 1;
+    if (!compact) return;
+    if (!ascii) {
+      /* Compact non-ASCII: its UTF-8 form when CPython cached one, else the
+       * raw 1-byte (latin-1) data. */
+      u64 utf8 = read_ptr(obj + o->string_data + 8);
+      data = utf8 ? utf8 : obj + o->compact_unicode_data;
+    }
+  }
+  bpf_probe_read_user_str(dst, len, (void *)data);
+}
+
+/* The class of a method: the type of a first argument named self, or the
+ * first argument itself when named cls. */
+static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, u64 frame,
+                                            struct pyperf_symbol *sym) {
+  s32 argcount = read_s32(code + o->code_argcount);
+  if (argcount <= 0) return;
+  u64 names = read_ptr(code + o->code_varnames);
+  if (names == 0) return;
+  u64 first = read_ptr(names + o->tuple_items);
+  char arg[5] = {};
+  read_py_string(o, first, arg, sizeof(arg));
+  u64 arg0 = read_ptr(frame + o->frame_localsplus);
+  if (arg0 == 0) return;
+  u64 type = 0;
+  if (arg[0] == 's' && arg[1] == 'e' && arg[2] == 'l' && arg[3] == 'f' && arg[4] == 0) {
+    type = read_ptr(arg0 + o->object_type);
+  } else if (arg[0] == 'c' && arg[1] == 'l' && arg[2] == 's' && arg[3] == 0) {
+    type = arg0;
+  } else {
+    return;
+  }
+  u64 tp_name = read_ptr(type + o->type_name);
+  if (tp_name) bpf_probe_read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
+}
+
+/* Interns the frame's code object as a symbol id; -1 when the map is full. */
+static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, struct pyperf_offsets *o,
+                                         u64 code, u64 frame) {
+  struct pyperf_symbol *sym = &state->symbol;
+  __builtin_memset(sym, 0, sizeof(*sym));
+  read_py_string(o, read_ptr(code + o->code_filename), sym->file, sizeof(sym->file));
+  read_py_string(o, read_ptr(code + o->code_name), sym->function, sizeof(sym->function));
+  read_class_name(o, code, frame, sym);
+  sym->first_line = read_s32(code + o->code_firstlineno);
+
+  s32 *existing = symbols.lookup(sym);
+  if (existing) return *existing;
+  int zero = 0;
+  u32 *counter = symbol_counter.lookup(&zero);
+  if (!counter) return -1;
+  /* Ids are unique without atomics: the CPU number above a per-CPU count. */
+  s32 id = (s32)(((bpf_get_smp_processor_id() & 0x7f) << 24) | (*counter & 0xffffff));
+  *counter += 1;
+  if (symbols.insert(sym, &id) != 0) {
+    /* Another CPU interned it first, or the map is full. */
+    existing = symbols.lookup(sym);
+    return existing ? *existing : -1;
+  }
+  return id;
+}
+
+int on_sample(struct bpf_perf_event_data *ctx) {
+  u64 pid_tgid = bpf_get_current_pid_tgid();
+  u32 pid = pid_tgid >> 32;
+  struct pyperf_proc_info *proc = py_procs.lookup(&pid);
+  if (!proc) return 0;
+  u32 cpu = bpf_get_smp_processor_id();
+  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  if (!state) return 0;
+  struct pyperf_event *event = &state->event;
+
+  event->pid = pid;
+  event->tid = (u32)pid_tgid;
+  bpf_get_current_comm(event->comm, sizeof(event->comm));
+  event->error = PYPERF_ERROR_NONE;
+  event->truncated = 0;
+  event->frame_count = 0;
+  event->user_stack_len = 0;
+  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, 0);
+
+  u64 task = bpf_get_current_task();
+  state->task = task;
+  state->proc = *proc;
+  state->thread_walks = 0;
+  state->walk_cursor = 0;
+  state->frame = 0;
+
+  /* User registers: from perf when the sample hit user mode, otherwise the
+   * ones saved on entry to the kernel, at the top of the task's kernel stack. */
+  if ((ctx->regs.cs & 3) == 3) {
+    event->ip = ctx->regs.ip;
+    event->sp = ctx->regs.sp;
+    event->bp = ctx->regs.bp;
+    event->user_mode = 1;
+  } else {
+    u64 stack = 0;
+    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + STACK_OFFSET));
+    struct pt_regs *regs = (struct pt_regs *)(stack + THREAD_SIZE - sizeof(struct pt_regs));
+    bpf_probe_read_kernel(&event->ip, sizeof(u64), &regs->ip);
+    bpf_probe_read_kernel(&event->sp, sizeof(u64), &regs->sp);
+    bpf_probe_read_kernel(&event->bp, sizeof(u64), &regs->bp);
+    event->user_mode = 0;
+  }
+
+#if USER_STACK_PAGES > 0
+  /* The user stack from just below sp (the red zone), in page-bounded chunks
+   * so the copy stops at the first page that faults. */
+  if (event->sp > RED_ZONE) {
+    u64 start = event->sp - RED_ZONE;
+    event->user_stack_start = start;
+    u32 first = PAGE_SIZE - (start & (PAGE_SIZE - 1));
+    if (first > PAGE_SIZE) first = PAGE_SIZE;
+    if (bpf_probe_read_user(event->user_stack, first, (void *)start) == 0) {
+      u32 copied = first;
+      for (int i = 0; i < USER_STACK_PAGES; i++) {
+        if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) break;
+        u32 off = copied & USER_STACK_MASK;
+        if (off > USER_STACK_PAGES * PAGE_SIZE - PAGE_SIZE) break;
+        if (bpf_probe_read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
+          break;
+        copied += PAGE_SIZE;
+      }
+      event->user_stack_len = copied;
+    }
+  }
+#endif
+
+  progs.call(ctx, PROG_FIND_THREAD_STATE);
+  event->error = PYPERF_ERROR_TAIL_CALL;
+  submit(ctx, state);
+  return 0;
+}
+
+int find_thread_state(struct bpf_perf_event_data *ctx) {
+  u32 cpu = bpf_get_smp_processor_id();
+  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  if (!state) return 0;
+  struct pyperf_event *event = &state->event;
+  u32 layout = state->proc.layout;
+  struct pyperf_offsets *o = py_offsets.lookup(&layout);
+  if (!o) {
+    event->error = PYPERF_ERROR_NO_OFFSETS;
+    submit(ctx, state);
+    return 0;
+  }
+
+  u64 fsbase = 0;
+  bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(state->task + FS_OFFSET));
+  u32 tid = event->tid;
+  u64 tstate = 0;
+
+  if (state->thread_walks == 0) {
+    /* A cached thread state is trusted only while its thread_id still names
+     * this thread: tids and PyThreadState memory are both reused. */
+    u64 *cached = thread_states.lookup(&tid);
+    if (cached && *cached && read_ptr(*cached + o->tstate_thread_id) == fsbase) {
+      tstate = *cached;
+      goto found;
+    }
+    u64 interp = read_ptr(state->proc.interp_addr);
+    if (interp == 0) {
+      event->error = PYPERF_ERROR_NO_INTERPRETER;
+      submit(ctx, state);
+      return 0;
+    }
+    state->walk_cursor = read_ptr(interp + o->interp_tstate_head);
+  }
+
+  u64 cursor = state->walk_cursor;
+  for (int i = 0; i < THREADS_PER_PROG; i++) {
+    if (cursor == 0) break;
+    if (read_ptr(cursor + o->tstate_thread_id) == fsbase) {
+      tstate = cursor;
+      break;
+    }
+    cursor = read_ptr(cursor + o->tstate_next);
+  }
+  if (tstate) {
+    thread_states.update(&tid, &tstate);
+    goto found;
+  }
+  if (cursor == 0) {
+    /* Not a Python thread (no PyThreadState): native and kernel frames only. */
+    submit(ctx, state);
+    return 0;
+  }
+  state->walk_cursor = cursor;
+  state->thread_walks++;
+  if (state->thread_walks < MAX_THREAD_WALKS) progs.call(ctx, PROG_FIND_THREAD_STATE);
+  event->error = PYPERF_ERROR_THREAD_STATE;
+  submit(ctx, state);
+  return 0;
+
+found:
+  if (o->frame_kind == PYPERF_FRAME_INTERPRETER && o->cframe_current_frame >= 0) {
+    u64 cframe = read_ptr(tstate + o->tstate_frame);
+    state->frame = cframe ? read_ptr(cframe + o->cframe_current_frame) : 0;
+  } else {
+    state->frame = read_ptr(tstate + o->tstate_frame);
+  }
+  progs.call(ctx, PROG_WALK_PYTHON_STACK);
+  event->error = PYPERF_ERROR_TAIL_CALL;
+  submit(ctx, state);
+  return 0;
+}
+
+int walk_python_stack(struct bpf_perf_event_data *ctx) {
+  u32 cpu = bpf_get_smp_processor_id();
+  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  if (!state) return 0;
+  struct pyperf_event *event = &state->event;
+  u32 layout = state->proc.layout;
+  struct pyperf_offsets *o = py_offsets.lookup(&layout);
+  if (!o) return 0;
+
+  u64 frame = state->frame;
+  for (int i = 0; i < FRAMES_PER_PROG; i++) {
+    if (frame == 0) break;
+    u32 n = event->frame_count;
+    if (n >= MAX_FRAMES) break;
+    u64 code = read_ptr(frame + o->frame_code);
+    int skip = 0;
+    if (o->frame_owner >= 0) {
+      u8 owner = 0;
+      bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
+      /* Shim frames CPython pushes for calls from C carry no Python code. */
+      if (o->frame_owned_by_cstack >= 0 && owner == o->frame_owned_by_cstack) skip = 1;
+    }
+    if (!skip && code && state->proc.code_type &&
+        read_ptr(code + o->object_type) != state->proc.code_type)
+      skip = 1;
+    if (!skip) {
+      struct pyperf_frame *f = &event->frames[n & (MAX_FRAMES - 1)];
+      if (code == 0) {
+        f->symbol_id = PYPERF_SYMBOL_MISSING;
+        f->lasti = -1;
+        f->code = 0;
+      } else {
+        f->symbol_id = intern_symbol(state, o, code, frame);
+        f->code = code;
+        if (o->frame_kind == PYPERF_FRAME_OBJECT) {
+          f->lasti = read_s32(frame + o->frame_lasti);
+        } else {
+          u64 instr = read_ptr(frame + o->frame_prev_instr);
+          f->lasti = instr ? (s32)(instr - (code + o->code_code_adaptive)) : -1;
+        }
+      }
+      event->frame_count = n + 1;
+    }
+    frame = read_ptr(frame + o->frame_back);
+  }
+  state->frame = frame;
+  if (frame != 0) {
+    if (event->frame_count < MAX_FRAMES) {
+      progs.call(ctx, PROG_WALK_PYTHON_STACK);
+      /* Out of tail calls: fall through and report a truncated stack. */
+    }
+    event->truncated = 1;
+  }
+  submit(ctx, state);
+  return 0;
+}

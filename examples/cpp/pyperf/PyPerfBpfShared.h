@@ -79,4 +79,69 @@ struct pyperf_offsets {
   pp_s64 runtime_interp_head; /* _PyRuntimeState.interpreters.head (3.7+), else -1 */
 };
 
+/* Upper bounds shared by both sides. */
+#define PYPERF_MAX_LAYOUTS 16   /* offset tables loaded into py_offsets */
+#define PYPERF_MAX_FRAMES 128   /* Python frames per sample (power of two) */
+#define PYPERF_CLASS_LEN 32
+#define PYPERF_FUNCTION_LEN 64
+#define PYPERF_FILE_LEN 256
+
+/* What user space tells the BPF program about one profiled process. */
+struct pyperf_proc_info {
+  pp_u64 interp_addr; /* address holding the PyInterpreterState* whose threads are walked */
+  pp_u64 code_type;   /* address of PyCode_Type: frames whose code is of another type are skipped */
+  pp_u32 layout;      /* index into py_offsets */
+  pp_u32 pad;
+};
+
+/* A code object's identity, interned in the symbols map (key) -> id. */
+struct pyperf_symbol {
+  char class_name[PYPERF_CLASS_LEN];
+  char function[PYPERF_FUNCTION_LEN];
+  char file[PYPERF_FILE_LEN];
+  pp_s32 first_line;
+  pp_u32 pad;
+};
+
+/* Special symbol ids. */
+#define PYPERF_SYMBOL_LOST (-1)    /* symbols map full: [Lost Symbol] */
+#define PYPERF_SYMBOL_MISSING (-2) /* a frame without a code object: (missing) */
+
+enum pyperf_error {
+  PYPERF_ERROR_NONE = 0,
+  PYPERF_ERROR_NO_OFFSETS = 1,       /* no offset table for the process */
+  PYPERF_ERROR_NO_INTERPRETER = 2,   /* interpreter state not readable */
+  PYPERF_ERROR_THREAD_STATE = 3,     /* thread list longer than the walk bound */
+  PYPERF_ERROR_TAIL_CALL = 4,        /* a tail call failed */
+};
+
+struct pyperf_frame {
+  pp_s32 symbol_id;
+  pp_s32 lasti; /* instruction offset in the code object (version-specific units), -1 unknown */
+  pp_u64 code;  /* code object address (for --line-numbers current) */
+};
+
+/* One sample, sent through the perf buffer. Python frames leaf first. The
+ * user stack copy (user_stack_len bytes from address user_stack_start)
+ * follows the fixed part. */
+struct pyperf_event {
+  pp_u32 pid;
+  pp_u32 tid;
+  char comm[16];
+  pp_s32 kernel_stack_id;
+  pp_u32 frame_count;
+  pp_u8 error;
+  pp_u8 truncated;
+  pp_u8 user_mode;
+  pp_u8 pad[5];
+  pp_u64 ip;
+  pp_u64 sp;
+  pp_u64 bp;
+  pp_u64 user_stack_start;
+  pp_u32 user_stack_len;
+  pp_u32 pad2;
+  struct pyperf_frame frames[PYPERF_MAX_FRAMES];
+  pp_u8 user_stack[];
+};
+
 #endif /* PYPERF_BPF_SHARED_H */

@@ -36,4 +36,7 @@ typedef int pid_t;
 #define NULL ((void *)0)
 #endif
 #define __aligned_u64 __u64 __attribute__((aligned(8)))
+#ifndef offsetof
+#define offsetof(type, member) __builtin_offsetof(type, member)
+#endif
 #endif

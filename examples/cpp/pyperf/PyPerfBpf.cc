@@ -1,0 +1,143 @@
+// PyPerfBpf: see PyPerfBpf.h.
+#include "PyPerfBpf.h"
+
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+
+#include "bpf_loader.h"
+
+namespace pyperf {
+// Generated from PyPerfBpfShared.h and PyPerfBPFProgram.c (cmake/EmbedFiles.cmake).
+const std::vector<std::pair<std::string, std::string>>& EmbeddedBpfProgram();
+
+namespace {
+constexpr int kFramesPerProg = 16;
+constexpr int kThreadsPerProg = 64;
+constexpr int kMaxThreadWalks = 16;  // 1024 thread states at most per lookup
+constexpr uint64_t kThreadSize = 16384;  // x86_64 kernel stack size (no KASAN)
+
+uint64_t NextPowerOfTwoMask(uint64_t n) {
+  uint64_t p = 1;
+  while (p < n) p <<= 1;
+  return p - 1;
+}
+}  // namespace
+
+std::string PyPerfBpfProgramText() {
+  std::string header, program;
+  for (const auto& [name, text] : EmbeddedBpfProgram()) {
+    if (name == "PyPerfBpfShared.h") header = text;
+    else program = text;
+  }
+  // The shared header goes first; the program's own #include of the perf
+  // context header comes from the kernel-header shim.
+  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program;
+}
+
+Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
+  std::unique_ptr<PyPerfBpf> self(new PyPerfBpf(config));
+  uint64_t stack_bytes = config.user_stack_pages ? config.user_stack_pages * 4096ull : 8;
+  std::vector<std::string> cflags = {
+      "-DNUM_CPUS=" + std::to_string(libbpf_num_possible_cpus()),
+      "-DFS_OFFSET=" + std::to_string(config.fs_offset),
+      "-DSTACK_OFFSET=" + std::to_string(config.stack_offset),
+      "-DTHREAD_SIZE=" + std::to_string(kThreadSize),
+      "-DUSER_STACK_PAGES=" + std::to_string(config.user_stack_pages),
+      "-DUSER_STACK_MASK=" + std::to_string(NextPowerOfTwoMask(stack_bytes)),
+      "-DSYMBOLS_MAP_SIZE=" + std::to_string(config.symbols_map_size),
+      "-DKERNEL_STACKS_MAP_SIZE=" + std::to_string(config.kernel_stacks_map_size),
+      "-DFRAMES_PER_PROG=" + std::to_string(kFramesPerProg),
+      "-DTHREADS_PER_PROG=" + std::to_string(kThreadsPerProg),
+      "-DMAX_THREAD_WALKS=" + std::to_string(kMaxThreadWalks),
+  };
+  auto bpf = CompileBpfProgram(PyPerfBpfProgramText(), cflags);
+  if (!bpf.ok()) return bpf.status();
+  self->bpf_ = std::move(*bpf);
+
+  auto progs = self->bpf_->get_prog_table("progs");
+  const char* tail_programs[] = {"find_thread_state", "walk_python_stack"};
+  for (int i = 0; i < 2; ++i) {
+    int fd = -1;
+    auto st = self->bpf_->load_func(tail_programs[i], BPF_PROG_TYPE_PERF_EVENT, fd);
+    if (!st.ok())
+      return Status::Error(std::string("cannot load BPF program ") + tail_programs[i] + ": " +
+                           st.msg());
+    st = progs.update_value(i, fd);
+    if (!st.ok()) return Status::Error("cannot install tail call: " + st.msg());
+  }
+  return self;
+}
+
+PyPerfBpf::~PyPerfBpf() { Detach(); }
+
+Status PyPerfBpf::SetLayout(uint32_t index, const pyperf_offsets& offsets) {
+  auto table = bpf_->get_array_table<pyperf_offsets>("py_offsets");
+  auto st = table.update_value(index, offsets);
+  if (!st.ok()) return Status::Error("cannot store offset table: " + st.msg());
+  return Status::Ok();
+}
+
+Status PyPerfBpf::AddProcess(pid_t pid, const pyperf_proc_info& info) {
+  auto table = bpf_->get_hash_table<uint32_t, pyperf_proc_info>("py_procs");
+  auto st = table.update_value(static_cast<uint32_t>(pid), info);
+  if (!st.ok()) return Status::Error("cannot add process " + std::to_string(pid) + ": " + st.msg());
+  return Status::Ok();
+}
+
+void PyPerfBpf::RemoveProcess(pid_t pid) {
+  auto table = bpf_->get_hash_table<uint32_t, pyperf_proc_info>("py_procs");
+  table.remove_value(static_cast<uint32_t>(pid));
+}
+
+void PyPerfBpf::HandleEvent(void* cookie, void* data, int size) {
+  auto* self = static_cast<PyPerfBpf*>(cookie);
+  if (size < static_cast<int>(offsetof(pyperf_event, user_stack))) return;
+  self->on_event_(*static_cast<const pyperf_event*>(data), static_cast<size_t>(size));
+}
+
+void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {
+  static_cast<PyPerfBpf*>(cookie)->on_lost_(lost);
+}
+
+Status PyPerfBpf::OpenEvents(EventCallback on_event, LostCallback on_lost) {
+  on_event_ = std::move(on_event);
+  on_lost_ = std::move(on_lost);
+  auto st = bpf_->open_perf_buffer("events", &PyPerfBpf::HandleEvent, &PyPerfBpf::HandleLost,
+                                   this, static_cast<int>(config_.events_buffer_pages));
+  if (!st.ok()) return Status::Error("cannot open the perf buffer: " + st.msg());
+  return Status::Ok();
+}
+
+Status PyPerfBpf::Attach() {
+  auto st = bpf_->attach_perf_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, "on_sample",
+                                    config_.sample_period_ns, config_.sample_frequency);
+  if (!st.ok()) return Status::Error("cannot attach to the CPU-clock perf event: " + st.msg());
+  attached_ = true;
+  return Status::Ok();
+}
+
+void PyPerfBpf::Detach() {
+  if (attached_) {
+    bpf_->detach_perf_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+    attached_ = false;
+  }
+}
+
+int PyPerfBpf::Poll(int timeout_ms) { return bpf_->poll_perf_buffer("events", timeout_ms); }
+
+std::vector<std::pair<int32_t, pyperf_symbol>> PyPerfBpf::ReadSymbols() {
+  std::vector<std::pair<int32_t, pyperf_symbol>> out;
+  auto table = bpf_->get_hash_table<pyperf_symbol, int32_t>("symbols");
+  for (const auto& [symbol, id] : table.get_table_offline()) out.emplace_back(id, symbol);
+  return out;
+}
+
+std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {
+  if (stack_id < 0) return {};
+  auto table = bpf_->get_stack_table("kernel_stacks");
+  return table.get_stack_addr(stack_id);
+}
+
+void PyPerfBpf::ClearKernelStacks() { bpf_->get_stack_table("kernel_stacks").clear_table_non_atomic(); }
+
+}  // namespace pyperf

@@ -1,0 +1,76 @@
+// PyPerfBpf: owns PyPerf's loaded BPF program (PyPerfBPFProgram.c) and its
+// maps: compiles it headerlessly with the run's parameters, wires the tail
+// calls, attaches it to the CPU-clock event on every CPU, and gives typed
+// access to the maps user space fills (processes, offset tables) and reads
+// (events, symbols, kernel stacks).
+#pragma once
+
+#include <bcc/BPF.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "PyPerfBpfShared.h"
+#include "status.h"
+
+namespace pyperf {
+
+struct BpfConfig {
+  uint64_t fs_offset = 0;
+  uint64_t stack_offset = 0;
+  uint32_t user_stack_pages = 2;
+  uint32_t symbols_map_size = 32768;
+  uint32_t kernel_stacks_map_size = 65536;
+  uint32_t events_buffer_pages = 64;
+  // Exactly one of the two is non-zero.
+  uint64_t sample_period_ns = 0;
+  uint64_t sample_frequency = 0;
+};
+
+// The BPF program text PyPerf compiles: the shared header and the program.
+std::string PyPerfBpfProgramText();
+
+class PyPerfBpf {
+ public:
+  using EventCallback = std::function<void(const pyperf_event& event, size_t size)>;
+  using LostCallback = std::function<void(uint64_t lost)>;
+
+  static Result<std::unique_ptr<PyPerfBpf>> Load(const BpfConfig& config);
+  ~PyPerfBpf();
+  PyPerfBpf(const PyPerfBpf&) = delete;
+  PyPerfBpf& operator=(const PyPerfBpf&) = delete;
+
+  Status SetLayout(uint32_t index, const pyperf_offsets& offsets);
+  Status AddProcess(pid_t pid, const pyperf_proc_info& info);
+  void RemoveProcess(pid_t pid);
+
+  Status OpenEvents(EventCallback on_event, LostCallback on_lost);
+  Status Attach();
+  void Detach();
+  // Reads what is in the perf buffers, waiting at most timeout_ms for data.
+  int Poll(int timeout_ms);
+
+  // The symbols map: id -> symbol, every entry now in the map.
+  std::vector<std::pair<int32_t, pyperf_symbol>> ReadSymbols();
+  // Kernel return addresses of a stack id, innermost first.
+  std::vector<uint64_t> KernelStack(int32_t stack_id);
+  void ClearKernelStacks();
+
+ private:
+  explicit PyPerfBpf(const BpfConfig& config) : config_(config) {}
+  static void HandleEvent(void* cookie, void* data, int size);
+  static void HandleLost(void* cookie, uint64_t lost);
+
+  BpfConfig config_;
+  std::unique_ptr<ebpf::BPF> bpf_;
+  EventCallback on_event_;
+  LostCallback on_lost_;
+  bool attached_ = false;
+};
+
+}  // namespace pyperf
