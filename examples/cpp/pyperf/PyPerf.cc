@@ -1,2 +1,57 @@
-// PyPerf: entry point.
-int main() { return 0; }
+// PyPerf: entry point. Parses the command line, checks privileges, and runs
+// the profiler; every failure is one line on stderr and a non-zero exit.
+#include <signal.h>
+
+#include <cstdio>
+
+#include "PyPerfOptions.h"
+#include "PyPerfProfiler.h"
+#include "bpf_loader.h"
+
+namespace {
+
+void OnDumpSignal(int) { pyperf::PyPerfProfiler::RequestDump(); }
+void OnStopSignal(int) { pyperf::PyPerfProfiler::RequestStop(); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnDumpSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, nullptr);
+  sa.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pyperf::CommandLine cmd = pyperf::ParseCommandLine(argc, argv);
+  switch (cmd.action) {
+    case pyperf::CommandLine::Action::kPrintHelp:
+      fputs(cmd.message.c_str(), stdout);
+      return 0;
+    case pyperf::CommandLine::Action::kFail:
+      fprintf(stderr, "%s\n", cmd.message.c_str());
+      return cmd.exit_code;
+    case pyperf::CommandLine::Action::kRun:
+      break;
+  }
+  for (const auto& warning : cmd.options.warnings) fprintf(stderr, "PyPerf: warning: %s\n", warning.c_str());
+
+  pyperf::Status st = pyperf::CheckBpfPrivileges();
+  if (!st.ok()) {
+    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    return 1;
+  }
+  // Handlers first: gProfiler treats the output file's appearance as "ready
+  // for SIGUSR2", and the file is created when the profiler starts.
+  InstallSignalHandlers();
+  auto profiler = pyperf::PyPerfProfiler::Create(cmd.options);
+  if (!profiler.ok()) {
+    fprintf(stderr, "PyPerf: error: %s\n", profiler.error().c_str());
+    return 1;
+  }
+  return (*profiler)->Run();
+}

@@ -40,6 +40,7 @@ BPF_HASH(py_procs, u32, struct pyperf_proc_info, 4096);
 BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
 BPF_TABLE("lru_hash", u32, u64, thread_states, 16384);
 BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
+BPF_HASH(symbol_by_id, s32, struct pyperf_symbol, SYMBOLS_MAP_SIZE);
 BPF_PERCPU_ARRAY(symbol_counter, u32, 1);
 /* Scratch per CPU; a plain array indexed by CPU, since per-CPU map values
  * are limited to 32 KiB and the user stack copy may be larger. */
@@ -140,6 +141,9 @@ static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, stru
     existing = symbols.lookup(sym);
     return existing ? *existing : -1;
   }
+  /* User space resolves ids through this map; it is updated before the event
+   * that names the id is sent. */
+  if (symbol_by_id.update(&id, sym) != 0) return -1;
   return id;
 }
 

@@ -125,11 +125,15 @@ void PyPerfBpf::Detach() {
 
 int PyPerfBpf::Poll(int timeout_ms) { return bpf_->poll_perf_buffer("events", timeout_ms); }
 
-std::vector<std::pair<int32_t, pyperf_symbol>> PyPerfBpf::ReadSymbols() {
-  std::vector<std::pair<int32_t, pyperf_symbol>> out;
-  auto table = bpf_->get_hash_table<pyperf_symbol, int32_t>("symbols");
-  for (const auto& [symbol, id] : table.get_table_offline()) out.emplace_back(id, symbol);
-  return out;
+std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
+  auto table = bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id");
+  pyperf_symbol symbol;
+  if (!table.get_value(id, symbol).ok()) return std::nullopt;
+  return symbol;
+}
+
+size_t PyPerfBpf::CountSymbols() {
+  return bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_table_offline().size();
 }
 
 std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,8 +56,10 @@ class PyPerfBpf {
   // Reads what is in the perf buffers, waiting at most timeout_ms for data.
   int Poll(int timeout_ms);
 
-  // The symbols map: id -> symbol, every entry now in the map.
-  std::vector<std::pair<int32_t, pyperf_symbol>> ReadSymbols();
+  // The symbol interned under `id`, if any.
+  std::optional<pyperf_symbol> LookupSymbol(int32_t id);
+  // Number of interned symbols.
+  size_t CountSymbols();
   // Kernel return addresses of a stack id, innermost first.
   std::vector<uint64_t> KernelStack(int32_t stack_id);
   void ClearKernelStacks();

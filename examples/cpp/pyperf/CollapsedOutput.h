@@ -1,0 +1,97 @@
+// CollapsedOutput: the output protocol gProfiler's PythonEbpfProfiler expects.
+//
+// Samples are aggregated as collapsed stacks ("frame;frame;frame" -> count)
+// and written one line per distinct stack, "<stack> <count>", sorted by stack.
+//
+// With an output PATH:
+//  - Start() creates the transient file PATH. gProfiler waits for PATH to
+//    exist before it sends any dump signal, so it must exist from then on.
+//  - Dump() writes the interval's lines into PATH, closes it and renames it
+//    atomically to PATH.<YYYYmmddHHMMSS><cc> (UTC start of the interval, cc =
+//    centiseconds), then creates a fresh PATH. gProfiler globs "PATH.*" and,
+//    if it finds several, keeps the one that sorts last, so names are made to
+//    sort by time: a name that would not sort after the previous one is bumped
+//    by a centisecond. Nothing else named PATH.* is ever created.
+// Without a PATH, Dump() writes the lines to a stream (stdout by default).
+//
+// Every sample is written exactly once: a failed Dump keeps the interval's
+// samples (and its start time) so the next Dump writes them; a successful one
+// clears them. (On a stream, a failed write may have been partly emitted and
+// cannot be taken back, so the samples are dropped rather than repeated.)
+//
+// Not thread-safe: Add and Dump are called from the thread that polls events.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "status.h"
+
+namespace pyperf {
+
+class CollapsedOutput {
+ public:
+  using Clock = std::chrono::system_clock;
+
+  // Writes to the file protocol at `path`, or to `stream` if `path` is empty.
+  // The stream is not owned.
+  explicit CollapsedOutput(std::string path, std::FILE* stream = stdout);
+  ~CollapsedOutput();
+  CollapsedOutput(const CollapsedOutput&) = delete;
+  CollapsedOutput& operator=(const CollapsedOutput&) = delete;
+
+  // Begins the first interval at `interval_start` and, with a path, creates
+  // (truncates) the transient file PATH.
+  Status Start(Clock::time_point interval_start = Clock::now());
+
+  // Counts `count` samples of `stack` (the stack text without the count).
+  // No allocation once the stack has been seen in this interval.
+  void Add(const std::string& stack, uint64_t count = 1);
+
+  struct DumpInfo {
+    std::string file;      // the renamed file; empty when writing to a stream
+    uint64_t samples = 0;  // sum of the counts written
+    uint64_t lines = 0;    // distinct stacks written
+  };
+  // Ends the current interval (see the file comment); the next interval starts
+  // at `now`. An error says what failed; see the file comment for what
+  // happens to the samples. If the file was delivered but a fresh PATH could
+  // not be created, the error says so (the samples are in the delivered
+  // file), and the next Dump tries to create PATH again.
+  Result<DumpInfo> Dump(Clock::time_point now = Clock::now());
+
+  uint64_t pending_samples() const { return pending_samples_; }
+  size_t pending_stacks() const { return counts_.size(); }
+  const std::string& path() const { return path_; }
+
+  // "YYYYmmddHHMMSScc" in UTC: the suffix of a dumped file's name.
+  static std::string Timestamp(Clock::time_point time);
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+  Status OpenTransient();
+  // Writes the aggregated lines to `out`; false (errno set) on a write error.
+  bool WriteLines(std::FILE* out, DumpInfo* info) const;
+  // Renames PATH to the first free name stamped at or after `centis`
+  // (centiseconds since the epoch) that sorts after the previous dump.
+  Result<std::string> RenameTransient(int64_t centis);
+  void Clear();
+
+  std::string path_;
+  std::FILE* stream_;
+  FilePtr file_;
+  Clock::time_point interval_start_;
+  int64_t last_stamp_centis_ = -1;  // stamp of the last delivered file
+  std::unordered_map<std::string, uint64_t> counts_;
+  uint64_t pending_samples_ = 0;
+};
+
+}  // namespace pyperf

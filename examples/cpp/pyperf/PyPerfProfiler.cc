@@ -1,0 +1,321 @@
+// PyPerfProfiler: see PyPerfProfiler.h.
+#include "PyPerfProfiler.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "PyOffsets.h"
+#include "btf_offsets.h"
+#include "elf_file.h"
+#include "proc_maps.h"
+
+namespace pyperf {
+namespace {
+
+std::atomic<bool> g_dump_requested{false};
+std::atomic<bool> g_stop_requested{false};
+
+constexpr int kPollTimeoutMs = 100;
+constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
+
+const char* ErrorName(uint8_t error) {
+  switch (error) {
+    case PYPERF_ERROR_NO_OFFSETS: return "NO_OFFSETS";
+    case PYPERF_ERROR_NO_INTERPRETER: return "NO_INTERPRETER";
+    case PYPERF_ERROR_THREAD_STATE: return "THREAD_STATE";
+    case PYPERF_ERROR_TAIL_CALL: return "TAIL_CALL";
+    default: return "UNKNOWN";
+  }
+}
+
+void AppendComm(const char* comm, std::string* out) {
+  for (size_t i = 0; i < 16 && comm[i]; ++i) {
+    char c = comm[i];
+    out->push_back(c == ';' || c == '\n' || c == '\r' ? '_' : c);
+  }
+}
+
+}  // namespace
+
+void PyPerfProfiler::RequestDump() { g_dump_requested = true; }
+void PyPerfProfiler::RequestStop() { g_stop_requested = true; }
+
+PyPerfProfiler::PyPerfProfiler(const Options& options) : options_(options) {}
+PyPerfProfiler::~PyPerfProfiler() = default;
+
+void PyPerfProfiler::Log(int level, const std::string& message) const {
+  if (options_.verbosity >= level) fprintf(stderr, "PyPerf: %s\n", message.c_str());
+}
+
+Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& options) {
+  std::unique_ptr<PyPerfProfiler> profiler(new PyPerfProfiler(options));
+  Status st = profiler->Init();
+  if (!st.ok()) return st;
+  return profiler;
+}
+
+Status PyPerfProfiler::Init() {
+  BpfConfig config;
+  if (options_.fs_offset && options_.stack_offset) {
+    config.fs_offset = *options_.fs_offset;
+    config.stack_offset = *options_.stack_offset;
+  } else {
+    auto offsets = ReadKernelOffsets();
+    if (!offsets.ok()) return offsets.status();
+    config.fs_offset = options_.fs_offset ? *options_.fs_offset : offsets->fs_base;
+    config.stack_offset = options_.stack_offset ? *options_.stack_offset : offsets->stack;
+  }
+  config.user_stack_pages = options_.user_stacks_pages;
+  config.symbols_map_size = options_.symbols_map_size;
+  config.kernel_stacks_map_size = options_.kernel_stacks_map_size;
+  config.events_buffer_pages = options_.events_buffer_pages;
+  if (options_.sample_mode == SampleMode::kFrequency)
+    config.sample_frequency = options_.sample_frequency_hz;
+  else
+    config.sample_period_ns = options_.sample_period_ns;
+  Log(2, "task_struct offsets: fsbase " + std::to_string(config.fs_offset) + ", stack " +
+             std::to_string(config.stack_offset));
+
+  auto bpf = PyPerfBpf::Load(config);
+  if (!bpf.ok()) return bpf.status();
+  bpf_ = std::move(*bpf);
+
+  PyPerfBpf* raw_bpf = bpf_.get();
+  python_ = std::make_unique<PythonStackDecoder>(
+      [raw_bpf](int32_t id) { return raw_bpf->LookupSymbol(id); },
+      options_.line_numbers == LineNumberMode::kCurrent);
+
+  auto ksyms = KernelSymbols::Load();
+  if (ksyms.ok()) {
+    kernel_symbols_ = std::move(*ksyms);
+    kernel_symbols_loaded_ = true;
+  } else {
+    Log(0, "kernel frames will be unnamed: " + ksyms.error());
+  }
+
+  Status st = bpf_->OpenEvents([this](const pyperf_event& e, size_t size) { OnEvent(e, size); },
+                               [this](uint64_t lost) { counters_.lost += lost; });
+  if (!st.ok()) return st;
+  output_ = std::make_unique<CollapsedOutput>(options_.output_path);
+  return Status::Ok();
+}
+
+void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
+  auto reject = [&](const std::string& why) {
+    rejected_[{info.pid, info.start_time}] = true;
+    Log(0, "not profiling pid " + std::to_string(info.pid) + ": " + why);
+  };
+  const pyperf_offsets* offsets = FindOffsets(info.version);
+  if (!offsets) {
+    reject("CPython " + info.version.ToString() + " is not supported");
+    return;
+  }
+  pyperf_proc_info proc = {};
+  if (info.version.AtLeast(3, 7)) {
+    if (!info.symbols.py_runtime || offsets->runtime_interp_main < 0) {
+      reject("_PyRuntime not found in " + info.module.path);
+      return;
+    }
+    proc.interp_addr = *info.symbols.py_runtime + offsets->runtime_interp_main;
+  } else if (info.symbols.interp_head) {
+    proc.interp_addr = *info.symbols.interp_head;
+  } else if (info.symbols.auto_interpreter_state) {
+    proc.interp_addr = *info.symbols.auto_interpreter_state;
+  } else {
+    reject("the interpreter list (interp_head) is not in " + info.module.path +
+           "'s symbol table");
+    return;
+  }
+  // PyCode_Type lets the BPF walker skip anything that is not a code object.
+  if (auto elf = ElfFile::Open(info.module.host_path); elf.ok()) {
+    if (auto sym = elf->FindSymbol("PyCode_Type")) proc.code_type = sym->value + info.module.load_bias;
+  }
+
+  auto layout_it = layouts_.find(offsets);
+  if (layout_it == layouts_.end()) {
+    uint32_t index = static_cast<uint32_t>(layouts_.size());
+    if (index >= PYPERF_MAX_LAYOUTS) {
+      reject("too many distinct CPython layouts");
+      return;
+    }
+    Status st = bpf_->SetLayout(index, *offsets);
+    if (!st.ok()) {
+      reject(st.message());
+      return;
+    }
+    layout_it = layouts_.emplace(offsets, index).first;
+  }
+  proc.layout = layout_it->second;
+  Status st = bpf_->AddProcess(info.pid, proc);
+  if (!st.ok()) {
+    reject(st.message());
+    return;
+  }
+  tracked_[info.pid] = Tracked{info.start_time, proc.layout, info.version};
+  Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
+             ", " + info.module.path + ")");
+}
+
+void PyPerfProfiler::UpdateProcesses() {
+  std::vector<pid_t> pids;
+  if (!options_.pids.empty()) {
+    for (int pid : options_.pids) pids.push_back(static_cast<pid_t>(pid));
+  } else {
+    pids = ListProcesses();
+  }
+  pid_t self = getpid();
+  std::set<pid_t> alive;
+  for (pid_t pid : pids) {
+    if (pid == self) continue;
+    auto start = ReadProcessStartTime(pid);
+    if (!start.ok()) continue;  // gone
+    alive.insert(pid);
+    auto it = tracked_.find(pid);
+    if (it != tracked_.end()) {
+      if (it->second.start_time == *start) continue;
+      // The pid now names another process: forget everything about the old one.
+      bpf_->RemoveProcess(pid);
+      python_->ForgetProcess(pid);
+      tracked_.erase(it);
+    }
+    if (rejected_.count({pid, *start})) continue;
+    auto info = inspector_.Inspect(pid);
+    if (!info.ok()) {
+      rejected_[{pid, *start}] = true;
+      if (!options_.pids.empty()) Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
+      continue;
+    }
+    TrackProcess(*info);
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (alive.count(it->first)) {
+      ++it;
+      continue;
+    }
+    bpf_->RemoveProcess(it->first);
+    python_->ForgetProcess(it->first);
+    Log(1, "pid " + std::to_string(it->first) + " exited");
+    it = tracked_.erase(it);
+  }
+  for (auto it = rejected_.begin(); it != rejected_.end();)
+    it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
+}
+
+void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
+  if (stack_id == kNoKernelStack) return;
+  if (stack_id < 0) {
+    ++counters_.kernel_stack_errors;
+    stack->append("[Lost Kernel Stack]_[pe];");
+    return;
+  }
+  std::vector<uint64_t> addrs = bpf_->KernelStack(stack_id);
+  for (auto it = addrs.rbegin(); it != addrs.rend(); ++it) {
+    std::optional<std::string_view> name;
+    if (kernel_symbols_loaded_) name = kernel_symbols_.Lookup(*it);
+    if (name) {
+      stack->append(name->data(), name->size());
+    } else {
+      char buf[32];
+      snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(*it));
+      stack->append(buf);
+    }
+    stack->append("_[k];");
+  }
+}
+
+void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t /*size*/) {
+  auto it = tracked_.find(static_cast<pid_t>(event.pid));
+  if (it == tracked_.end()) return;  // dropped since the event was sent
+  std::string& s = scratch_;
+  s.clear();
+  AppendComm(event.comm, &s);
+  s.append("-").append(std::to_string(event.pid)).append("/").append(std::to_string(event.tid));
+  s.push_back(';');
+  if (event.truncated) {
+    s.append("[Truncated Python Stack]_[pe];");
+    ++counters_.truncated;
+  }
+  if (event.error != PYPERF_ERROR_NONE) {
+    s.append("[Sample Error ").append(ErrorName(event.error)).append("]_[pe];");
+    ++counters_.sample_errors;
+  }
+  python_->AppendFrames(event, it->second.version, &s, &counters_.symbol_errors);
+  AppendKernelFrames(event.kernel_stack_id, &s);
+  if (!s.empty() && s.back() == ';') s.pop_back();
+  output_->Add(s);
+  ++counters_.samples;
+}
+
+Status PyPerfProfiler::Dump() {
+  auto info = output_->Dump();
+  if (!info.ok()) return info.status();
+  char line[512];
+  snprintf(line, sizeof(line),
+           "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
+           "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
+           "processes: %zu, output: %s",
+           (unsigned long long)info->samples, (unsigned long long)counters_.lost,
+           (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
+           (unsigned long long)counters_.kernel_stack_errors,
+           (unsigned long long)counters_.native_stack_errors,
+           (unsigned long long)counters_.sample_errors, tracked_.size(),
+           info->file.empty() ? "stdout" : info->file.c_str());
+  fprintf(stderr, "PyPerf: %s\n", line);
+  total_samples_ += info->samples;
+  counters_ = IntervalCounters{};
+  // Every event naming a kernel stack id so far has been processed.
+  bpf_->ClearKernelStacks();
+  return Status::Ok();
+}
+
+int PyPerfProfiler::Run() {
+  using Clock = std::chrono::steady_clock;
+  Status st = output_->Start();
+  if (!st.ok()) {
+    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    return 1;
+  }
+  UpdateProcesses();
+  st = bpf_->Attach();
+  if (!st.ok()) {
+    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    return 1;
+  }
+  fprintf(stderr, "Ready to profile\n");
+  fflush(stderr);
+
+  auto now = Clock::now();
+  auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
+  const bool timed = options_.duration_seconds > 0;
+  auto deadline = now + std::chrono::seconds(options_.duration_seconds);
+  int exit_code = 0;
+  while (!g_stop_requested) {
+    int polled = bpf_->Poll(kPollTimeoutMs);
+    if (polled < 0 && errno != EINTR) Log(1, "perf buffer poll failed");
+    python_->EndRound();
+    if (g_dump_requested.exchange(false)) {
+      st = Dump();
+      if (!st.ok()) Log(0, "dump failed: " + st.message());
+    }
+    now = Clock::now();
+    if (timed && now >= deadline) break;
+    if (now >= next_update) {
+      UpdateProcesses();
+      next_update = now + std::chrono::seconds(options_.update_interval_seconds);
+    }
+  }
+  bpf_->Detach();
+  bpf_->Poll(0);  // what was already in the buffers belongs to this run
+  st = Dump();
+  if (!st.ok()) {
+    fprintf(stderr, "PyPerf: error: final dump failed: %s\n", st.message().c_str());
+    exit_code = 1;
+  }
+  return exit_code;
+}
+
+}  // namespace pyperf

@@ -1,0 +1,84 @@
+// PyPerfProfiler: the sampling loop. Loads the BPF program, keeps the set of
+// profiled Python processes current (rescanning /proc every update
+// interval), turns each BPF event into one collapsed stack (Python frames,
+// then native, then kernel) and hands it to the output, which dumps on
+// SIGUSR2, at the end of --duration, and on SIGINT/SIGTERM.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "CollapsedOutput.h"
+#include "PyPerfBpf.h"
+#include "PyPerfOptions.h"
+#include "PythonProcess.h"
+#include "PythonStackDecoder.h"
+#include "kallsyms.h"
+#include "status.h"
+
+namespace pyperf {
+
+// Counters of one dump interval, printed on stderr with each dump.
+struct IntervalCounters {
+  uint64_t samples = 0;
+  uint64_t lost = 0;
+  uint64_t truncated = 0;
+  uint64_t symbol_errors = 0;
+  uint64_t kernel_stack_errors = 0;
+  uint64_t native_stack_errors = 0;
+  uint64_t sample_errors = 0;
+};
+
+class PyPerfProfiler {
+ public:
+  static Result<std::unique_ptr<PyPerfProfiler>> Create(const Options& options);
+  ~PyPerfProfiler();
+
+  // Samples until the duration ends or SIGINT/SIGTERM arrives; dumps on
+  // SIGUSR2. Returns the process exit code.
+  int Run();
+
+  // Signal handlers set these (async-signal-safe).
+  static void RequestDump();
+  static void RequestStop();
+
+ private:
+  explicit PyPerfProfiler(const Options& options);
+  Status Init();
+  void UpdateProcesses();
+  void TrackProcess(const PythonProcessInfo& info);
+  void OnEvent(const pyperf_event& event, size_t size);
+  void AppendKernelFrames(int32_t stack_id, std::string* stack);
+  Status Dump();
+  void Log(int level, const std::string& message) const;
+
+  Options options_;
+  std::unique_ptr<PyPerfBpf> bpf_;
+  std::unique_ptr<CollapsedOutput> output_;
+  PythonProcessInspector inspector_;
+  std::unique_ptr<PythonStackDecoder> python_;
+  KernelSymbols kernel_symbols_;
+  bool kernel_symbols_loaded_ = false;
+
+  struct Tracked {
+    uint64_t start_time = 0;
+    uint32_t layout = 0;
+    PythonVersion version;
+  };
+  std::map<pid_t, Tracked> tracked_;
+  std::map<std::pair<pid_t, uint64_t>, bool> rejected_;  // (pid, start) not profiled
+  std::map<const pyperf_offsets*, uint32_t> layouts_;
+
+  IntervalCounters counters_;
+  uint64_t total_samples_ = 0;
+  std::string scratch_;
+};
+
+}  // namespace pyperf

@@ -1,0 +1,185 @@
+// PythonStackDecoder: see PythonStackDecoder.h.
+#include "PythonStackDecoder.h"
+
+#include <cstring>
+
+#include "PyOffsets.h"
+#include "PythonFrameFormat.h"
+#include "process_memory.h"
+
+namespace pyperf {
+namespace {
+
+constexpr size_t kMaxLineTableBytes = 1 << 16;
+constexpr size_t kMaxCachedLineTables = 16384;
+// Where a bytes object's data starts: after PyVarObject and ob_shash on 3.x;
+// a 2.7 str is laid out the same way with an extra int (ob_sstate).
+constexpr uint64_t kBytesDataPy3 = 32;
+constexpr uint64_t kBytesDataPy2 = 36;
+constexpr uint64_t kVarObjectSize = 16;
+
+std::string CString(const char* data, size_t max) {
+  return std::string(data, strnlen(data, max));
+}
+
+// Unsigned varint of the 3.11+ location table: 6-bit chunks, 0x40 = more.
+uint32_t ReadVarint(std::string_view t, size_t* pos) {
+  uint32_t value = 0;
+  int shift = 0;
+  while (*pos < t.size()) {
+    uint8_t b = static_cast<uint8_t>(t[(*pos)++]);
+    value |= static_cast<uint32_t>(b & 0x3f) << shift;
+    shift += 6;
+    if (!(b & 0x40) || shift > 30) break;
+  }
+  return value;
+}
+
+int32_t ReadSignedVarint(std::string_view t, size_t* pos) {
+  uint32_t v = ReadVarint(t, pos);
+  return (v & 1) ? -static_cast<int32_t>(v >> 1) : static_cast<int32_t>(v >> 1);
+}
+
+}  // namespace
+
+std::optional<int> LineFromLnotab(std::string_view table, int first_line, int byte_offset,
+                                  bool signed_line_deltas) {
+  int line = first_line;
+  int addr = 0;
+  for (size_t i = 0; i + 1 < table.size(); i += 2) {
+    addr += static_cast<uint8_t>(table[i]);
+    if (addr > byte_offset) break;
+    line += signed_line_deltas ? static_cast<int8_t>(table[i + 1])
+                               : static_cast<uint8_t>(table[i + 1]);
+  }
+  return line;
+}
+
+std::optional<int> LineFromLinetable310(std::string_view table, int first_line, int byte_offset) {
+  int line = first_line;
+  int start = 0;
+  for (size_t i = 0; i + 1 < table.size(); i += 2) {
+    int end = start + static_cast<uint8_t>(table[i]);
+    int8_t delta = static_cast<int8_t>(table[i + 1]);
+    bool has_line = delta != -128;
+    if (has_line) line += delta;
+    if (byte_offset >= start && byte_offset < end) return has_line ? std::optional<int>(line) : std::nullopt;
+    start = end;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> LineFromLocationTable(std::string_view table, int first_line, int unit_offset) {
+  int line = first_line;
+  int start = 0;
+  size_t pos = 0;
+  while (pos < table.size()) {
+    uint8_t first = static_cast<uint8_t>(table[pos]);
+    if (!(first & 0x80)) return std::nullopt;  // not at an entry start: corrupt
+    int code = (first >> 3) & 15;
+    int length = (first & 7) + 1;
+    size_t body = pos + 1;
+    int delta = 0;
+    if (code == 14 || code == 13) {
+      delta = ReadSignedVarint(table, &body);
+    } else if (code >= 10 && code <= 12) {
+      delta = code - 10;
+    }
+    line += delta;
+    int end = start + length;
+    if (unit_offset >= start && unit_offset < end)
+      return code == 15 ? std::nullopt : std::optional<int>(line);
+    start = end;
+    // The next entry starts at the next byte with the high bit set.
+    pos = body;
+    while (pos < table.size() && !(static_cast<uint8_t>(table[pos]) & 0x80)) ++pos;
+  }
+  return std::nullopt;
+}
+
+PythonStackDecoder::PythonStackDecoder(SymbolSource source, bool current_lines)
+    : source_(std::move(source)), current_lines_(current_lines) {}
+
+const PythonStackDecoder::Symbol* PythonStackDecoder::Lookup(int32_t id) {
+  auto it = symbols_.find(id);
+  if (it != symbols_.end()) return &it->second;
+  // BPF stores a symbol under its id before it sends an event naming it.
+  auto raw = source_(id);
+  if (!raw) return nullptr;
+  Symbol s;
+  s.raw = *raw;
+  s.text = FormatPythonFrame(CString(raw->file, sizeof(raw->file)),
+                             CString(raw->function, sizeof(raw->function)),
+                             CString(raw->class_name, sizeof(raw->class_name)), raw->first_line);
+  return &symbols_.emplace(id, std::move(s)).first->second;
+}
+
+std::optional<int> PythonStackDecoder::CurrentLine(pid_t pid, const PythonVersion& version,
+                                                   const pyperf_frame& frame,
+                                                   const Symbol& symbol) {
+  const pyperf_offsets* o = FindOffsets(version);
+  if (!o || frame.code == 0 || frame.lasti < -1) return std::nullopt;
+  auto key = std::make_tuple(pid, frame.code, frame.symbol_id);
+  auto it = line_tables_.find(key);
+  if (it == line_tables_.end()) {
+    uint64_t table_obj = 0;
+    if (!ReadProcessMemory(pid, frame.code + o->code_linetable, &table_obj, sizeof(table_obj)) ||
+        table_obj == 0)
+      return std::nullopt;
+    int64_t size = 0;
+    if (!ReadProcessMemory(pid, table_obj + kVarObjectSize, &size, sizeof(size)) || size < 0 ||
+        static_cast<uint64_t>(size) > kMaxLineTableBytes)
+      return std::nullopt;
+    std::string bytes(static_cast<size_t>(size), '\0');
+    uint64_t data = table_obj + (version.major == 2 ? kBytesDataPy2 : kBytesDataPy3);
+    if (!ReadProcessMemory(pid, data, bytes.data(), bytes.size())) return std::nullopt;
+    it = line_tables_.emplace(key, std::move(bytes)).first;
+  }
+  const std::string& table = it->second;
+  int first = symbol.raw.first_line;
+  if (frame.lasti < 0) return first;
+  if (version.AtLeast(3, 11)) return LineFromLocationTable(table, first, frame.lasti / 2);
+  if (version.AtLeast(3, 10)) return LineFromLinetable310(table, first, frame.lasti * 2);
+  return LineFromLnotab(table, first, frame.lasti, version.AtLeast(3, 6));
+}
+
+void PythonStackDecoder::AppendFrames(const pyperf_event& event, const PythonVersion& version,
+                                      std::string* out, uint64_t* symbol_errors) {
+  uint32_t n = event.frame_count < PYPERF_MAX_FRAMES ? event.frame_count : PYPERF_MAX_FRAMES;
+  for (uint32_t i = n; i-- > 0;) {
+    const pyperf_frame& frame = event.frames[i];
+    if (frame.symbol_id == PYPERF_SYMBOL_MISSING) {
+      out->append("(missing)_[pe];");
+      ++*symbol_errors;
+      continue;
+    }
+    const Symbol* symbol = frame.symbol_id >= 0 ? Lookup(frame.symbol_id) : nullptr;
+    if (!symbol) {
+      out->append("[Lost Symbol]_[pe];");
+      ++*symbol_errors;
+      continue;
+    }
+    if (current_lines_) {
+      auto line = CurrentLine(static_cast<pid_t>(event.pid), version, frame, *symbol);
+      const pyperf_symbol& raw = symbol->raw;
+      out->append(FormatPythonFrame(CString(raw.file, sizeof(raw.file)),
+                                    CString(raw.function, sizeof(raw.function)),
+                                    CString(raw.class_name, sizeof(raw.class_name)),
+                                    line ? *line : raw.first_line));
+    } else {
+      out->append(symbol->text);
+    }
+    out->push_back(';');
+  }
+}
+
+void PythonStackDecoder::EndRound() {
+  if (line_tables_.size() > kMaxCachedLineTables) line_tables_.clear();
+}
+
+void PythonStackDecoder::ForgetProcess(pid_t pid) {
+  auto it = line_tables_.lower_bound(std::make_tuple(pid, uint64_t{0}, INT32_MIN));
+  while (it != line_tables_.end() && std::get<0>(it->first) == pid) it = line_tables_.erase(it);
+}
+
+}  // namespace pyperf

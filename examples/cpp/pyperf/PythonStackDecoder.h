@@ -1,0 +1,69 @@
+// PythonStackDecoder: turns the Python part of a BPF event (symbol ids, leaf
+// first) into collapsed-format frame text, root first. Symbol ids are
+// resolved once each through the BPF id -> symbol map and then cached. With --line-numbers current, each frame's executing line is
+// decoded from its code object's line table (read with process_vm_readv, the
+// format of each CPython version).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "PyPerfBpfShared.h"
+#include "PythonVersion.h"
+
+namespace pyperf {
+
+// Line-table decoders, one per format; `offset` is in the units the BPF
+// program reports for that version. nullopt when the offset has no line.
+// <= 3.9 co_lnotab: (byte offset increment, line increment) pairs.
+std::optional<int> LineFromLnotab(std::string_view table, int first_line, int byte_offset,
+                                  bool signed_line_deltas);
+// 3.10 co_linetable: (byte length, signed line delta or -128) pairs.
+std::optional<int> LineFromLinetable310(std::string_view table, int first_line, int byte_offset);
+// 3.11+ co_linetable location entries; `unit_offset` counts 2-byte code units.
+std::optional<int> LineFromLocationTable(std::string_view table, int first_line, int unit_offset);
+
+class PythonStackDecoder {
+ public:
+  // Looks one symbol id up in BPF (nullopt if absent).
+  using SymbolSource = std::function<std::optional<pyperf_symbol>(int32_t)>;
+
+  PythonStackDecoder(SymbolSource source, bool current_lines);
+
+  // Frames of `event` appended root first, each followed by ';'. Counts
+  // frames whose symbol could not be resolved in *symbol_errors.
+  void AppendFrames(const pyperf_event& event, const PythonVersion& version, std::string* out,
+                    uint64_t* symbol_errors);
+
+  // Called once per sampling round: bounds the line-table cache.
+  void EndRound();
+  void ForgetProcess(pid_t pid);
+  size_t known_symbols() const { return symbols_.size(); }
+
+ private:
+  struct Symbol {
+    pyperf_symbol raw;
+    std::string text;  // formatted with the first line
+  };
+  const Symbol* Lookup(int32_t id);
+  std::optional<int> CurrentLine(pid_t pid, const PythonVersion& version, const pyperf_frame& frame,
+                                 const Symbol& symbol);
+
+  SymbolSource source_;
+  bool current_lines_;
+  std::unordered_map<int32_t, Symbol> symbols_;
+
+  // (pid, code address, symbol id) -> the code object's line table bytes.
+  std::map<std::tuple<pid_t, uint64_t, int32_t>, std::string> line_tables_;
+};
+
+}  // namespace pyperf

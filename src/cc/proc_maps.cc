@@ -1,0 +1,212 @@
+// Parsing of /proc/PID/maps and /proc/PID/stat; see proc_maps.h.
+#include "proc_maps.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "unique_fd.h"
+
+namespace pyperf {
+namespace {
+
+constexpr std::string_view kDeletedSuffix = " (deleted)";
+
+std::string ProcPath(pid_t pid, const char* entry) {
+  return "/proc/" + std::to_string(pid) + "/" + entry;
+}
+
+// Reads a whole /proc file (their size is reported as 0, so read until EOF).
+Result<std::string> ReadProcFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return Status::Error("cannot open " + path + ": " + std::strerror(errno) +
+                         (errno == ENOENT ? " (the process has exited?)" : ""));
+  }
+  std::string text;
+  size_t used = 0;
+  text.resize(16384);
+  while (true) {
+    if (used == text.size()) text.resize(text.size() * 2);
+    ssize_t n = ::read(fd.get(), &text[used], text.size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::Error("cannot read " + path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  text.resize(used);
+  return text;
+}
+
+// Cursor over one line of a maps file.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view line) : rest_(line) {}
+
+  template <typename T>
+  bool Hex(T* out, char terminator) {
+    auto [ptr, ec] = std::from_chars(rest_.data(), rest_.data() + rest_.size(), *out, 16);
+    if (ec != std::errc() || ptr == rest_.data()) return false;
+    rest_.remove_prefix(static_cast<size_t>(ptr - rest_.data()));
+    return Expect(terminator);
+  }
+  template <typename T>
+  bool Dec(T* out) {
+    auto [ptr, ec] = std::from_chars(rest_.data(), rest_.data() + rest_.size(), *out, 10);
+    if (ec != std::errc() || ptr == rest_.data()) return false;
+    rest_.remove_prefix(static_cast<size_t>(ptr - rest_.data()));
+    return true;
+  }
+  bool Word(std::string* out) {
+    size_t n = rest_.find(' ');
+    if (n == 0 || n == std::string_view::npos) return false;
+    out->assign(rest_.substr(0, n));
+    rest_.remove_prefix(n + 1);
+    return true;
+  }
+  bool Expect(char c) {
+    if (rest_.empty() || rest_.front() != c) return false;
+    rest_.remove_prefix(1);
+    return true;
+  }
+  // Everything after the run of spaces that pads the inode column.
+  std::string_view Tail() {
+    size_t n = rest_.find_first_not_of(' ');
+    return n == std::string_view::npos ? std::string_view() : rest_.substr(n);
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+bool ParseLine(std::string_view line, MemoryMapping* m) {
+  FieldReader r(line);
+  if (!r.Hex(&m->start, '-') || !r.Hex(&m->end, ' ') || !r.Word(&m->perms) ||
+      !r.Hex(&m->offset, ' ') || !r.Hex(&m->dev_major, ':') || !r.Hex(&m->dev_minor, ' ') ||
+      !r.Dec(&m->inode)) {
+    return false;
+  }
+  // The path may contain spaces; it is the rest of the line.
+  std::string_view path = r.Tail();
+  m->deleted = false;
+  if (path.size() > kDeletedSuffix.size() &&
+      path.substr(path.size() - kDeletedSuffix.size()) == kDeletedSuffix && m->inode != 0) {
+    m->deleted = true;
+    path.remove_suffix(kDeletedSuffix.size());
+  }
+  m->path.assign(path);
+  return m->end >= m->start;
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v, 16);
+  (void)ec;
+  return std::string(buf, ptr);
+}
+
+}  // namespace
+
+Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text) {
+  std::vector<MemoryMapping> mappings;
+  mappings.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (line.empty()) continue;
+    MemoryMapping m;
+    if (!ParseLine(line, &m)) {
+      return Status::Error("malformed maps line: '" + std::string(line) + "'");
+    }
+    mappings.push_back(std::move(m));
+  }
+  return mappings;
+}
+
+Result<std::vector<MemoryMapping>> ReadProcMaps(pid_t pid) {
+  std::string path = ProcPath(pid, "maps");
+  auto text = ReadProcFile(path);
+  if (!text.ok()) return text.status();
+  auto mappings = ParseProcMaps(*text);
+  if (!mappings.ok()) return Status::Error(path + ": " + mappings.error());
+  return mappings;
+}
+
+std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping) {
+  return ProcPath(pid, "root") + mapping.path;
+}
+
+std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping) {
+  // The kernel names these entries "%lx-%lx": lower-case hex, no padding.
+  return ProcPath(pid, "map_files/") + Hex(mapping.start) + "-" + Hex(mapping.end);
+}
+
+std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {
+  return mapping.deleted ? MapFilesPathForMapping(pid, mapping)
+                         : RootPathForMapping(pid, mapping);
+}
+
+Result<uint64_t> ReadProcessStartTime(pid_t pid) {
+  std::string path = ProcPath(pid, "stat");
+  auto text = ReadProcFile(path);
+  if (!text.ok()) return text.status();
+  // comm (field 2) may hold spaces and parentheses: fields resume after the
+  // last ')'. starttime is field 22, i.e. the 20th field after comm.
+  size_t close = text->rfind(')');
+  if (close == std::string::npos) return Status::Error("malformed " + path);
+  std::string_view rest(*text);
+  rest.remove_prefix(close + 1);
+  for (int field = 3; field < 22; ++field) {
+    size_t sp = rest.find(' ', 1);
+    if (sp == std::string_view::npos) return Status::Error("malformed " + path + ": too short");
+    rest.remove_prefix(sp);
+  }
+  rest.remove_prefix(rest.find_first_not_of(' '));
+  uint64_t start_time = 0;
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), start_time, 10);
+  if (ec != std::errc() || ptr == rest.data()) {
+    return Status::Error("malformed " + path + ": no start time");
+  }
+  return start_time;
+}
+
+Result<std::string> ReadProcessExePath(pid_t pid) {
+  std::string path = ProcPath(pid, "exe");
+  std::string target(4096, '\0');
+  ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+  if (n < 0) {
+    return Status::Error("cannot read link " + path + ": " + std::strerror(errno) +
+                         (errno == ENOENT ? " (kernel thread or exited process?)" : ""));
+  }
+  target.resize(static_cast<size_t>(n));
+  if (target.size() > kDeletedSuffix.size() &&
+      std::string_view(target).substr(target.size() - kDeletedSuffix.size()) == kDeletedSuffix) {
+    target.resize(target.size() - kDeletedSuffix.size());
+  }
+  return target;
+}
+
+std::vector<pid_t> ListProcesses() {
+  std::vector<pid_t> pids;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return pids;
+  while (struct dirent* e = ::readdir(dir)) {
+    const char* name = e->d_name;
+    pid_t pid = 0;
+    auto [ptr, ec] = std::from_chars(name, name + std::strlen(name), pid, 10);
+    if (ec == std::errc() && *ptr == '\0' && pid > 0) pids.push_back(pid);
+  }
+  ::closedir(dir);
+  std::sort(pids.begin(), pids.end());
+  return pids;
+}
+
+}  // namespace pyperf

@@ -1,0 +1,72 @@
+// Process mappings and identity from /proc: parse /proc/PID/maps, give a
+// host-side path to open a mapped file of a process that may live in another
+// mount namespace, the process start time (to tell a reused pid from the same
+// process) and the list of pids. Read-only; knows nothing about Python.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "status.h"
+
+namespace pyperf {
+
+// One line of /proc/PID/maps.
+struct MemoryMapping {
+  uint64_t start = 0;
+  uint64_t end = 0;     // exclusive
+  uint64_t offset = 0;  // file offset of `start`
+  uint32_t dev_major = 0;
+  uint32_t dev_minor = 0;
+  uint64_t inode = 0;    // 0 for anonymous mappings
+  std::string perms;     // e.g. "r-xp"
+  std::string path;      // as the process sees it, without " (deleted)"; "" if anonymous,
+                         // "[heap]", "[stack]", "[vdso]", ... for special mappings
+  bool deleted = false;  // the file was unlinked after it was mapped
+
+  uint64_t size() const { return end - start; }
+  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
+  bool readable() const { return perms.size() > 0 && perms[0] == 'r'; }
+  bool writable() const { return perms.size() > 1 && perms[1] == 'w'; }
+  bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
+  // Backed by a file (a path starting with '/' and a non-zero inode).
+  bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+  // Same file as `other` (device and inode), whatever the path says.
+  bool same_file(const MemoryMapping& other) const {
+    return inode == other.inode && dev_major == other.dev_major && dev_minor == other.dev_minor;
+  }
+};
+
+// Parses the text of a maps file (exposed for tests). Lines that do not parse
+// make the whole result an error naming the line.
+Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text);
+
+// The mappings of `pid`, in address order. A kernel thread or zombie gives an
+// empty vector; a pid that does not exist or cannot be read gives an error.
+Result<std::vector<MemoryMapping>> ReadProcMaps(pid_t pid);
+
+// "/proc/PID/root" + mapping.path: opens the file as the process sees it, even
+// inside another mount namespace (a container).
+std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping);
+// "/proc/PID/map_files/START-END": opens the very file that is mapped, even
+// when it was deleted or replaced (needs CAP_SYS_ADMIN).
+std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping);
+// The path to open a mapped file from the host: the map_files path for a
+// deleted file, the /proc/PID/root path otherwise.
+std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping);
+
+// Start time of `pid` since boot, in clock ticks (field 22 of /proc/PID/stat).
+// A (pid, start time) pair names one process even when pids are reused.
+Result<uint64_t> ReadProcessStartTime(pid_t pid);
+
+// The target of /proc/PID/exe as the process sees it, without " (deleted)".
+Result<std::string> ReadProcessExePath(pid_t pid);
+
+// Every pid in /proc (processes, not threads), ascending.
+std::vector<pid_t> ListProcesses();
+
+}  // namespace pyperf

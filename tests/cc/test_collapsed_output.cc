@@ -1,0 +1,251 @@
+// Tests for the output protocol gProfiler reads: the transient PATH, the
+// time-stamped renames, aggregation, and errors as values.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "CollapsedOutput.h"
+#include "support/test_support.h"
+
+namespace pyperf {
+namespace {
+
+using pyperf_test::FileExists;
+using pyperf_test::ReadFile;
+using pyperf_test::TempDir;
+using Clock = CollapsedOutput::Clock;
+
+// 2024-03-05 06:07:08.09 UTC.
+Clock::time_point SomeTime() {
+  return Clock::time_point(std::chrono::seconds(1709618828)) + std::chrono::milliseconds(90);
+}
+
+// Files in `dir` whose names start with `prefix`, sorted by name (as gProfiler
+// sorts them).
+std::vector<std::string> FilesWithPrefix(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind(prefix, 0) == 0) out.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CollapsedOutput, TimestampIsUtcWithCentiseconds) {
+  EXPECT_EQ(CollapsedOutput::Timestamp(SomeTime()), "2024030506070809");
+}
+
+TEST(CollapsedOutput, TransientFileExistsAfterStart) {
+  TempDir dir;
+  std::string path = dir.File("pyperf.abcdefghijklmnop.col");
+  CollapsedOutput out(path);
+  EXPECT_FALSE(FileExists(path));
+  ASSERT_TRUE(out.Start().ok());
+  EXPECT_TRUE(FileExists(path));
+  // Nothing that gProfiler's "PATH.*" glob would pick up yet.
+  EXPECT_TRUE(FilesWithPrefix(dir.path(), "pyperf.abcdefghijklmnop.col.").empty());
+}
+
+TEST(CollapsedOutput, DumpRenamesToStartOfIntervalAndAggregates) {
+  TempDir dir;
+  std::string path = dir.File("pyperf.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add("python-10/10;a;b");
+  out.Add("python-10/10;a;c", 2);
+  out.Add("python-10/10;a;b");
+  out.Add("python-11/12;x");
+  EXPECT_EQ(out.pending_samples(), 5u);
+  EXPECT_EQ(out.pending_stacks(), 3u);
+
+  auto dumped = out.Dump(SomeTime() + std::chrono::seconds(60));
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  EXPECT_EQ(dumped->file, path + ".2024030506070809");
+  EXPECT_EQ(dumped->samples, 5u);
+  EXPECT_EQ(dumped->lines, 3u);
+  EXPECT_EQ(ReadFile(dumped->file),
+            "python-10/10;a;b 2\n"
+            "python-10/10;a;c 2\n"
+            "python-11/12;x 1\n");
+  // A fresh, empty transient file for the next interval; nothing pending.
+  EXPECT_TRUE(FileExists(path));
+  EXPECT_EQ(ReadFile(path), "");
+  EXPECT_EQ(out.pending_samples(), 0u);
+  EXPECT_EQ(out.pending_stacks(), 0u);
+}
+
+TEST(CollapsedOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
+  TempDir dir;
+  std::string path = dir.File("pyperf.x.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start().ok());
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    out.Add("stack" + std::to_string(i), static_cast<uint64_t>(i + 1));
+    auto dumped = out.Dump();  // real clock: several dumps within one centisecond
+    ASSERT_TRUE(dumped.ok()) << dumped.error();
+    names.push_back(dumped->file);
+  }
+  std::regex re(std::regex_replace(path, std::regex("\\."), "\\.") + "\\.[0-9]{16}");
+  for (const auto& name : names) EXPECT_TRUE(std::regex_match(name, re)) << name;
+  // Distinct, and sorting by name gives the order they were written in.
+  auto sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, names);
+  EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  EXPECT_EQ(FilesWithPrefix(dir.path(), "pyperf.x.col."), names);
+  // Each holds only its own interval's samples.
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(ReadFile(names[i]), "stack" + std::to_string(i) + " " + std::to_string(i + 1) + "\n");
+}
+
+TEST(CollapsedOutput, SameStartTimeIsBumpedToSortAfter) {
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  auto first = out.Dump(SomeTime());  // next interval starts at the same instant
+  auto second = out.Dump(SomeTime());
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->file, path + ".2024030506070809");
+  EXPECT_EQ(second->file, path + ".2024030506070810");
+}
+
+TEST(CollapsedOutput, ClockGoingBackStillSortsAfter) {
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  auto first = out.Dump(SomeTime() - std::chrono::hours(1));
+  auto second = out.Dump(SomeTime());
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_LT(first->file, second->file);
+}
+
+TEST(CollapsedOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  std::string taken = path + ".2024030506070809";
+  FILE* f = fopen(taken.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("unread dump\n", f);
+  fclose(f);
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add("s");
+  auto dumped = out.Dump();
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  EXPECT_EQ(dumped->file, path + ".2024030506070810");
+  EXPECT_EQ(ReadFile(taken), "unread dump\n");
+}
+
+TEST(CollapsedOutput, EmptyIntervalStillProducesAFile) {
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start().ok());
+  auto dumped = out.Dump();
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  EXPECT_TRUE(FileExists(dumped->file));
+  EXPECT_EQ(ReadFile(dumped->file), "");
+  EXPECT_EQ(dumped->samples, 0u);
+  EXPECT_EQ(dumped->lines, 0u);
+}
+
+TEST(CollapsedOutput, NewlineInAStackCannotSplitALine) {
+  TempDir dir;
+  CollapsedOutput out(dir.File("p.col"));
+  ASSERT_TRUE(out.Start().ok());
+  out.Add("a;b\nc", 3);
+  auto dumped = out.Dump();
+  ASSERT_TRUE(dumped.ok());
+  EXPECT_EQ(ReadFile(dumped->file), "a;b c 3\n");
+}
+
+TEST(CollapsedOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
+  TempDir parent;
+  std::string dir = parent.File("out");
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  std::string path = dir + "/p.col";
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add("a", 2);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(rmdir(dir.c_str()), 0);
+
+  auto failed = out.Dump();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find(path), std::string::npos) << failed.error();
+  EXPECT_EQ(out.pending_samples(), 2u);
+  // Still failing while the directory is gone.
+  out.Add("b");
+  EXPECT_FALSE(out.Dump().ok());
+
+  // Once it is back, every sample is delivered exactly once, stamped with the
+  // start of the interval they were taken in.
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  auto delivered = out.Dump();
+  ASSERT_TRUE(delivered.ok()) << delivered.error();
+  EXPECT_EQ(delivered->file, path + ".2024030506070809");
+  EXPECT_EQ(ReadFile(delivered->file), "a 2\nb 1\n");
+  EXPECT_EQ(delivered->samples, 3u);
+  EXPECT_TRUE(FileExists(path));
+  auto next = out.Dump();
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(ReadFile(next->file), "");
+}
+
+TEST(CollapsedOutput, StartFailsInMissingDirectory) {
+  TempDir dir;
+  CollapsedOutput out(dir.File("missing/p.col"));
+  Status s = out.Start();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("missing/p.col"), std::string::npos) << s.message();
+}
+
+TEST(CollapsedOutput, WithoutPathWritesToTheStream) {
+  TempDir dir;
+  std::string capture = dir.File("stdout");
+  FILE* stream = fopen(capture.c_str(), "w");
+  ASSERT_NE(stream, nullptr);
+  CollapsedOutput out("", stream);
+  ASSERT_TRUE(out.Start().ok());
+  out.Add("b;c", 4);
+  out.Add("a");
+  auto first = out.Dump();
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_EQ(first->file, "");
+  EXPECT_EQ(first->samples, 5u);
+  EXPECT_EQ(first->lines, 2u);
+  out.Add("a");
+  ASSERT_TRUE(out.Dump().ok());
+  fclose(stream);
+  EXPECT_EQ(ReadFile(capture), "a 1\nb;c 4\na 1\n");
+}
+
+TEST(CollapsedOutput, StreamWriteErrorIsAStatus) {
+  FILE* full = fopen("/dev/full", "w");
+  if (full == nullptr) GTEST_SKIP() << "no /dev/full";
+  CollapsedOutput out("", full);
+  ASSERT_TRUE(out.Start().ok());
+  out.Add("a");
+  auto dumped = out.Dump();
+  EXPECT_FALSE(dumped.ok());
+  EXPECT_NE(dumped.error().find("No space"), std::string::npos) << dumped.error();
+  fclose(full);
+}
+
+}  // namespace
+}  // namespace pyperf

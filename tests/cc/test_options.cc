@@ -1,0 +1,315 @@
+// Tests for PyPerf's command line: every flag, gProfiler's exact command
+// lines, and the one-line errors with exit status 2.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "PyPerfOptions.h"
+
+namespace pyperf {
+namespace {
+
+CommandLine Parse(const std::vector<std::string>& args) { return ParseCommandLine(args); }
+
+// Parses args that must be valid and returns the options.
+Options Valid(const std::vector<std::string>& args) {
+  CommandLine cl = Parse(args);
+  EXPECT_EQ(cl.action, CommandLine::Action::kRun) << cl.message;
+  EXPECT_EQ(cl.exit_code, 0);
+  return cl.options;
+}
+
+// Parses args that must be refused; returns the error line.
+std::string Refused(const std::vector<std::string>& args) {
+  CommandLine cl = Parse(args);
+  EXPECT_EQ(cl.action, CommandLine::Action::kFail);
+  EXPECT_EQ(cl.exit_code, 2);
+  // Exactly one line, in the agreed shape.
+  EXPECT_EQ(cl.message.find('\n'), std::string::npos) << cl.message;
+  EXPECT_TRUE(std::regex_match(cl.message, std::regex("PyPerf: error: .+ \\(see --help\\)")))
+      << cl.message;
+  return cl.message;
+}
+
+TEST(Options, DefaultsWithNoArguments) {
+  Options o = Valid({});
+  EXPECT_TRUE(o.pids.empty());
+  EXPECT_EQ(o.sample_mode, SampleMode::kPeriod);
+  EXPECT_EQ(o.sample_period_ns, 1000000u);
+  EXPECT_EQ(o.duration_seconds, 0u);
+  EXPECT_EQ(o.update_interval_seconds, 10u);
+  EXPECT_EQ(o.symbols_map_size, 32768u);
+  EXPECT_EQ(o.events_buffer_pages, 64u);
+  EXPECT_EQ(o.kernel_stacks_map_size, 65536u);
+  EXPECT_EQ(o.user_stacks_pages, 2u);
+  EXPECT_EQ(o.verbosity, 0);
+  EXPECT_EQ(o.output_path, "");
+  EXPECT_FALSE(o.fs_offset.has_value());
+  EXPECT_FALSE(o.stack_offset.has_value());
+  EXPECT_FALSE(o.insert_dso_name);
+  EXPECT_EQ(o.line_numbers, LineNumberMode::kFirst);
+  EXPECT_TRUE(o.native_cache);
+  EXPECT_EQ(o.native_cache_entries, 65536u);
+  EXPECT_EQ(o.native_cache_bytes, 16u << 20);
+  EXPECT_EQ(o.native_cache_max_age, 600u);
+  EXPECT_TRUE(o.warnings.empty());
+}
+
+TEST(Options, ParsesEveryLongFlag) {
+  Options o = Valid({"--pid",
+                     "12",
+                     "--pid",
+                     "34",
+                     "--sample-rate",
+                     "2000000",
+                     "--duration",
+                     "5",
+                     "--update-interval",
+                     "3",
+                     "--symbols-map-size",
+                     "1000",
+                     "--events-buffer-pages",
+                     "128",
+                     "--kernel-stacks-map-size",
+                     "4096",
+                     "--user-stacks-pages",
+                     "0",
+                     "--verbose",
+                     "3",
+                     "--output",
+                     "/tmp/out.col",
+                     "--fs-offset",
+                     "0xb78",
+                     "--stack-offset",
+                     "32",
+                     "--insert-dso-name",
+                     "--line-numbers",
+                     "current",
+                     "--native-cache",
+                     "off",
+                     "--native-cache-entries",
+                     "1024",
+                     "--native-cache-bytes",
+                     "512K",
+                     "--native-cache-max-age",
+                     "7"});
+  EXPECT_EQ(o.pids, (std::vector<int>{12, 34}));
+  EXPECT_EQ(o.sample_mode, SampleMode::kPeriod);
+  EXPECT_EQ(o.sample_period_ns, 2000000u);
+  EXPECT_EQ(o.duration_seconds, 5u);
+  EXPECT_EQ(o.update_interval_seconds, 3u);
+  EXPECT_EQ(o.symbols_map_size, 1000u);
+  EXPECT_EQ(o.events_buffer_pages, 128u);
+  EXPECT_EQ(o.kernel_stacks_map_size, 4096u);
+  EXPECT_EQ(o.user_stacks_pages, 0u);
+  EXPECT_EQ(o.verbosity, 3);
+  EXPECT_EQ(o.output_path, "/tmp/out.col");
+  EXPECT_EQ(o.fs_offset, 0xb78u);
+  EXPECT_EQ(o.stack_offset, 32u);
+  EXPECT_TRUE(o.insert_dso_name);
+  EXPECT_EQ(o.line_numbers, LineNumberMode::kCurrent);
+  EXPECT_FALSE(o.native_cache);
+  EXPECT_EQ(o.native_cache_entries, 1024u);
+  EXPECT_EQ(o.native_cache_bytes, 512u * 1024);
+  EXPECT_EQ(o.native_cache_max_age, 7u);
+}
+
+TEST(Options, ParsesShortFlags) {
+  Options o = Valid({"-p", "7", "-c", "500000", "-d", "2", "-v", "1", "-o", "out"});
+  EXPECT_EQ(o.pids, std::vector<int>{7});
+  EXPECT_EQ(o.sample_period_ns, 500000u);
+  EXPECT_EQ(o.duration_seconds, 2u);
+  EXPECT_EQ(o.verbosity, 1);
+  EXPECT_EQ(o.output_path, "out");
+}
+
+TEST(Options, FrequencySelectsFrequencyMode) {
+  Options o = Valid({"-F", "99"});
+  EXPECT_EQ(o.sample_mode, SampleMode::kFrequency);
+  EXPECT_EQ(o.sample_frequency_hz, 99u);
+  o = Valid({"--frequency", "1000"});
+  EXPECT_EQ(o.sample_mode, SampleMode::kFrequency);
+  EXPECT_EQ(o.sample_frequency_hz, 1000u);
+}
+
+TEST(Options, AcceptsEqualsAndAttachedForms) {
+  Options o = Valid({"--verbose=2", "-d7", "--output=/x/y"});
+  EXPECT_EQ(o.verbosity, 2);
+  EXPECT_EQ(o.duration_seconds, 7u);
+  EXPECT_EQ(o.output_path, "/x/y");
+}
+
+TEST(Options, RepeatedSingleValueFlagKeepsTheLast) {
+  EXPECT_EQ(Valid({"-v", "1", "-v", "4"}).verbosity, 4);
+}
+
+TEST(Options, LeadingZeroIsDecimalNotOctal) {
+  EXPECT_EQ(Valid({"--fs-offset", "010"}).fs_offset, 10u);
+  EXPECT_EQ(Valid({"--stack-offset", "0X20"}).stack_offset, 32u);
+}
+
+TEST(Options, NativeCacheBytesSuffixes) {
+  EXPECT_EQ(Valid({"--native-cache-bytes", "16M"}).native_cache_bytes, 16u << 20);
+  EXPECT_EQ(Valid({"--native-cache-bytes", "16MiB"}).native_cache_bytes, 16u << 20);
+  EXPECT_EQ(Valid({"--native-cache-bytes", "1g"}).native_cache_bytes, 1u << 30);
+  EXPECT_EQ(Valid({"--native-cache-bytes", "4096"}).native_cache_bytes, 4096u);
+  EXPECT_EQ(Valid({"--native-cache-bytes", "100B"}).native_cache_bytes, 100u);
+}
+
+TEST(Options, UserStacksPagesAboveTheCapAreCappedWithAWarning) {
+  Options o = Valid({"--user-stacks-pages", "32"});
+  EXPECT_EQ(o.user_stacks_pages, kMaxUserStacksPages);
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_NE(o.warnings[0].find("capped to 15"), std::string::npos) << o.warnings[0];
+  // At the cap: no warning.
+  EXPECT_TRUE(Valid({"--user-stacks-pages", "15"}).warnings.empty());
+}
+
+// gProfiler's PythonEbpfProfiler.test(): its output path has a random prefix.
+TEST(Options, GProfilerTestCommandLine) {
+  Options o =
+      Valid({"--output", "/tmp/x/pyperf.abcdefghijklmnop.col", "-F", "1", "--duration", "1"});
+  EXPECT_EQ(o.output_path, "/tmp/x/pyperf.abcdefghijklmnop.col");
+  EXPECT_EQ(o.sample_mode, SampleMode::kFrequency);
+  EXPECT_EQ(o.sample_frequency_hz, 1u);
+  EXPECT_EQ(o.duration_seconds, 1u);
+}
+
+// The same, with the offsets gProfiler computed with its helper programs.
+TEST(Options, GProfilerTestCommandLineWithOffsets) {
+  Options o = Valid({"--fs-offset", "2936", "--stack-offset", "32", "--output",
+                     "/tmp/x/pyperf.abcdefghijklmnop.col", "-F", "1", "--duration", "1"});
+  EXPECT_EQ(o.fs_offset, 2936u);
+  EXPECT_EQ(o.stack_offset, 32u);
+  EXPECT_EQ(o.output_path, "/tmp/x/pyperf.abcdefghijklmnop.col");
+  EXPECT_EQ(o.sample_frequency_hz, 1u);
+  EXPECT_EQ(o.duration_seconds, 1u);
+}
+
+// gProfiler's PythonEbpfProfiler.start() with every optional part present.
+TEST(Options, GProfilerStartCommandLine) {
+  Options o = Valid({"--output", "/tmp/x/pyperf.abcdefghijklmnop.col", "-F", "11",
+                     "--events-buffer-pages", "256", "--symbols-map-size", "131072",
+                     "--insert-dso-name", "--user-stacks-pages", "4", "-v", "4"});
+  EXPECT_EQ(o.output_path, "/tmp/x/pyperf.abcdefghijklmnop.col");
+  EXPECT_EQ(o.sample_mode, SampleMode::kFrequency);
+  EXPECT_EQ(o.sample_frequency_hz, 11u);
+  EXPECT_EQ(o.events_buffer_pages, 256u);
+  EXPECT_EQ(o.symbols_map_size, 131072u);
+  EXPECT_TRUE(o.insert_dso_name);
+  EXPECT_EQ(o.user_stacks_pages, 4u);
+  EXPECT_EQ(o.verbosity, 4);
+  EXPECT_EQ(o.duration_seconds, 0u);  // runs until signalled
+}
+
+TEST(Options, HelpListsEveryFlagWithItsDefault) {
+  for (const char* flag : {"-h", "--help"}) {
+    CommandLine cl = Parse({flag});
+    EXPECT_EQ(cl.action, CommandLine::Action::kPrintHelp);
+    EXPECT_EQ(cl.exit_code, 0);
+    EXPECT_EQ(cl.message, HelpText());
+  }
+  std::string help = HelpText();
+  for (const char* flag :
+       {"--pid", "--sample-rate", "--frequency", "--duration", "--update-interval",
+        "--symbols-map-size", "--events-buffer-pages", "--kernel-stacks-map-size",
+        "--user-stacks-pages", "--verbose", "--output", "--fs-offset", "--stack-offset",
+        "--insert-dso-name", "--line-numbers", "--native-cache", "--native-cache-entries",
+        "--native-cache-bytes", "--native-cache-max-age"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  for (const char* text : {"default: 1000000", "default: 10)", "default: 32768", "default: 64)",
+                           "default: 65536", "default: 2)", "default: 0)", "default: first",
+                           "default: on", "default: 16M", "default: 600"}) {
+    EXPECT_NE(help.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(Options, HelpWinsOverOtherMistakes) {
+  EXPECT_EQ(Parse({"-v", "--help"}).action, CommandLine::Action::kPrintHelp);
+}
+
+TEST(Options, UnknownFlagIsAnError) {
+  EXPECT_EQ(Refused({"--no-such-flag"}),
+            "PyPerf: error: unknown option '--no-such-flag' (see --help)");
+  EXPECT_EQ(Refused({"-F", "1", "--no-such-flag=3"}),
+            "PyPerf: error: unknown option '--no-such-flag' (see --help)");
+  EXPECT_EQ(Refused({"-x"}), "PyPerf: error: unknown option '-x' (see --help)");
+}
+
+TEST(Options, StrayArgumentIsAnError) {
+  // One value per -p; repeat the flag for more processes.
+  EXPECT_EQ(Refused({"-p", "1", "2"}), "PyPerf: error: unexpected argument '2' (see --help)");
+  EXPECT_EQ(Refused({"--", "3"}), "PyPerf: error: unexpected argument '3' (see --help)");
+}
+
+TEST(Options, TrailingFlagWithoutValueIsAnError) {
+  EXPECT_EQ(Refused({"-F", "1", "-v"}), "PyPerf: error: -v/--verbose: missing value (see --help)");
+  EXPECT_NE(Refused({"--output"}).find("--output: missing value"), std::string::npos);
+}
+
+TEST(Options, FlagFollowedByAnotherFlagIsMissingItsValue) {
+  EXPECT_EQ(Refused({"-v", "--pid", "3"}),
+            "PyPerf: error: -v/--verbose: missing value (see --help)");
+  EXPECT_NE(Refused({"--duration", "--insert-dso-name"}).find("-d/--duration: missing value"),
+            std::string::npos);
+}
+
+TEST(Options, MalformedNumbersAreErrors) {
+  EXPECT_EQ(Refused({"-F", "abc"}),
+            "PyPerf: error: -F/--frequency: 'abc' is not a non-negative integer (see --help)");
+  Refused({"-F", "10x"});
+  Refused({"-F", "1.5"});
+  Refused({"-F", " 1"});
+  Refused({"-F", "+1"});
+  Refused({"-F", ""});
+  Refused({"-d", "-1"});
+  Refused({"--fs-offset", "0x"});
+  Refused({"--fs-offset", "0xZZ"});
+  Refused({"-p", "abc"});
+  Refused({"--native-cache-bytes", "16Q"});
+  Refused({"--native-cache-bytes", "M"});
+  Refused({"--symbols-map-size", "99999999999999999999999"});  // overflows u64
+}
+
+TEST(Options, OutOfRangeNumbersAreErrors) {
+  EXPECT_EQ(Refused({"-v", "5"}),
+            "PyPerf: error: -v/--verbose: 5 is out of range (0 to 4) (see --help)");
+  Refused({"-F", "0"});
+  Refused({"-c", "0"});
+  Refused({"--update-interval", "0"});
+  Refused({"--symbols-map-size", "0"});
+  Refused({"--kernel-stacks-map-size", "0"});
+  Refused({"--events-buffer-pages", "0"});
+  Refused({"--native-cache-entries", "0"});
+  Refused({"--native-cache-max-age", "0"});
+  Refused({"--fs-offset", "99999999"});
+  Refused({"--user-stacks-pages", "99999999999"});
+  Refused({"-p", "0"});
+  Refused({"--native-cache-bytes", "99999999999T"});  // overflows when scaled
+}
+
+TEST(Options, EventsBufferPagesMustBeAPowerOfTwo) {
+  EXPECT_EQ(Refused({"--events-buffer-pages", "100"}),
+            "PyPerf: error: --events-buffer-pages: 100 is not a power of 2 (see --help)");
+  EXPECT_EQ(Valid({"--events-buffer-pages", "1"}).events_buffer_pages, 1u);
+}
+
+TEST(Options, BadChoicesAreErrors) {
+  EXPECT_NE(Refused({"--line-numbers", "last"}).find("'last' is not one of first, current"),
+            std::string::npos);
+  Refused({"--native-cache", "yes"});
+}
+
+TEST(Options, SampleRateAndFrequencyAreMutuallyExclusive) {
+  EXPECT_EQ(Refused({"-c", "1000000", "-F", "99"}),
+            "PyPerf: error: -c/--sample-rate and -F/--frequency cannot be used together "
+            "(see --help)");
+}
+
+TEST(Options, EmptyOutputPathIsAnError) { Refused({"--output="}); }
+
+}  // namespace
+}  // namespace pyperf

@@ -1,0 +1,428 @@
+// Checks PyOffsets' tables against the interpreters themselves: for each
+// installed CPython, a small C program is compiled against that interpreter's
+// own headers (internal ones too), run, and every pyperf_offsets field it
+// prints is compared with the table FindOffsets picks for the interpreter's
+// exact version. The same probe checks the few layout facts the BPF program
+// hardcodes instead of taking from the table.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "PyOffsets.h"
+#include "status.h"
+#include "support/test_support.h"
+
+namespace pyperf {
+namespace {
+
+using pyperf_test::FileExists;
+using pyperf_test::RunCommand;
+using pyperf_test::TempDir;
+
+// How the probe reads one value from a given version's headers.
+struct Probe {
+  enum Kind { kAbsent, kOffsetOf, kSizeOf, kValue };
+  Kind kind = kAbsent;
+  std::string type;  // the struct, for kOffsetOf and kSizeOf
+  std::string expr;  // member path for kOffsetOf; a C expression for kValue
+};
+
+Probe Absent() { return {}; }
+Probe OffsetOf(std::string type, std::string member) {
+  return {Probe::kOffsetOf, std::move(type), std::move(member)};
+}
+Probe SizeOf(std::string type) { return {Probe::kSizeOf, std::move(type), ""}; }
+Probe Value(std::string expr) { return {Probe::kValue, "", std::move(expr)}; }
+Probe Value(long value) { return Value(std::to_string(value)); }
+
+bool Py3(const PythonVersion& v) { return v.major == 3; }
+bool Py311To312(const PythonVersion& v) { return v.AtLeast(3, 11) && !v.AtLeast(3, 13); }
+
+// Frame fields live in PyFrameObject up to 3.10, in _PyInterpreterFrame after.
+Probe Frame(const PythonVersion& v, const char* old_member, const char* new_member) {
+  if (v.AtLeast(3, 11)) return new_member ? OffsetOf("_PyInterpreterFrame", new_member) : Absent();
+  return old_member ? OffsetOf("PyFrameObject", old_member) : Absent();
+}
+
+// One row per pyperf_offsets field: how to read it, and how many bytes the BPF
+// program reads there (8 pointer / Py_ssize_t / long, 4 int or the unicode
+// state word, 1 char; 0 for arrays, sizes and constants).
+struct FieldSpec {
+  const char* name;
+  pp_s64 pyperf_offsets::*member;
+  int width;
+  Probe (*probe)(const PythonVersion& v);
+};
+
+#define PYPERF_FIELD(name) #name, &pyperf_offsets::name
+
+const std::vector<FieldSpec>& Fields() {
+  static const std::vector<FieldSpec> fields = {
+      // Which chain and string form to read is a choice per version, not a header value.
+      {PYPERF_FIELD(frame_kind), 0,
+       [](const PythonVersion& v) {
+         return Value(v.AtLeast(3, 11) ? PYPERF_FRAME_INTERPRETER : PYPERF_FRAME_OBJECT);
+       }},
+      {PYPERF_FIELD(string_kind), 0,
+       [](const PythonVersion& v) {
+         return Value(Py3(v) ? PYPERF_STRING_UNICODE : PYPERF_STRING_BYTES);
+       }},
+      {PYPERF_FIELD(object_type), 8,
+       [](const PythonVersion&) { return OffsetOf("PyObject", "ob_type"); }},
+      {PYPERF_FIELD(type_name), 8,
+       [](const PythonVersion&) { return OffsetOf("PyTypeObject", "tp_name"); }},
+      {PYPERF_FIELD(tuple_items), 0,
+       [](const PythonVersion&) { return OffsetOf("PyTupleObject", "ob_item"); }},
+      {PYPERF_FIELD(var_object_size), 8,
+       [](const PythonVersion&) { return OffsetOf("PyVarObject", "ob_size"); }},
+      {PYPERF_FIELD(string_data), 0,
+       [](const PythonVersion& v) {
+         return Py3(v) ? SizeOf("PyASCIIObject") : OffsetOf("PyStringObject", "ob_sval");
+       }},
+      {PYPERF_FIELD(unicode_state), 4,
+       [](const PythonVersion& v) {
+         return Py3(v) ? OffsetOf("PyASCIIObject", "state") : Absent();
+       }},
+      {PYPERF_FIELD(unicode_length), 8,
+       [](const PythonVersion& v) {
+         return Py3(v) ? OffsetOf("PyASCIIObject", "length")
+                       : OffsetOf("PyStringObject", "ob_size");
+       }},
+      {PYPERF_FIELD(compact_unicode_data), 0,
+       [](const PythonVersion& v) { return Py3(v) ? SizeOf("PyCompactUnicodeObject") : Absent(); }},
+      {PYPERF_FIELD(code_filename), 8,
+       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_filename"); }},
+      {PYPERF_FIELD(code_name), 8,
+       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_name"); }},
+      {PYPERF_FIELD(code_firstlineno), 4,
+       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_firstlineno"); }},
+      {PYPERF_FIELD(code_argcount), 4,
+       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_argcount"); }},
+      {PYPERF_FIELD(code_varnames), 8,
+       [](const PythonVersion& v) {
+         return OffsetOf("PyCodeObject", v.AtLeast(3, 11) ? "co_localsplusnames" : "co_varnames");
+       }},
+      {PYPERF_FIELD(code_linetable), 8,
+       [](const PythonVersion& v) {
+         return OffsetOf("PyCodeObject", v.AtLeast(3, 10) ? "co_linetable" : "co_lnotab");
+       }},
+      {PYPERF_FIELD(code_code_adaptive), 0,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 11) ? OffsetOf("PyCodeObject", "co_code_adaptive") : Absent();
+       }},
+      {PYPERF_FIELD(code_code), 8,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 11) ? Absent() : OffsetOf("PyCodeObject", "co_code");
+       }},
+      {PYPERF_FIELD(frame_back), 8,
+       [](const PythonVersion& v) { return Frame(v, "f_back", "previous"); }},
+      {PYPERF_FIELD(frame_code), 8,
+       [](const PythonVersion& v) {
+         return Frame(v, "f_code", v.AtLeast(3, 13) ? "f_executable" : "f_code");
+       }},
+      {PYPERF_FIELD(frame_localsplus), 0,
+       [](const PythonVersion& v) { return Frame(v, "f_localsplus", "localsplus"); }},
+      {PYPERF_FIELD(frame_lasti), 4,
+       [](const PythonVersion& v) { return Frame(v, "f_lasti", nullptr); }},
+      {PYPERF_FIELD(frame_prev_instr), 8,
+       [](const PythonVersion& v) {
+         return Frame(v, nullptr, v.AtLeast(3, 13) ? "instr_ptr" : "prev_instr");
+       }},
+      {PYPERF_FIELD(frame_owner), 1,
+       [](const PythonVersion& v) { return Frame(v, nullptr, "owner"); }},
+      {PYPERF_FIELD(frame_owned_by_cstack), 0,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 12) ? Value("FRAME_OWNED_BY_CSTACK") : Absent();
+       }},
+      {PYPERF_FIELD(tstate_frame), 8,
+       [](const PythonVersion& v) {
+         if (v.AtLeast(3, 13)) return OffsetOf("PyThreadState", "current_frame");
+         return OffsetOf("PyThreadState", v.AtLeast(3, 11) ? "cframe" : "frame");
+       }},
+      {PYPERF_FIELD(cframe_current_frame), 8,
+       [](const PythonVersion& v) {
+         return Py311To312(v) ? OffsetOf("_PyCFrame", "current_frame") : Absent();
+       }},
+      {PYPERF_FIELD(tstate_next), 8,
+       [](const PythonVersion&) { return OffsetOf("PyThreadState", "next"); }},
+      {PYPERF_FIELD(tstate_thread_id), 8,
+       [](const PythonVersion&) { return OffsetOf("PyThreadState", "thread_id"); }},
+      {PYPERF_FIELD(tstate_native_thread_id), 8,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 11) ? OffsetOf("PyThreadState", "native_thread_id") : Absent();
+       }},
+      {PYPERF_FIELD(interp_tstate_head), 8,
+       [](const PythonVersion& v) {
+         return OffsetOf("PyInterpreterState", v.AtLeast(3, 11) ? "threads.head" : "tstate_head");
+       }},
+      {PYPERF_FIELD(interp_next), 8,
+       [](const PythonVersion&) { return OffsetOf("PyInterpreterState", "next"); }},
+      {PYPERF_FIELD(runtime_interp_main), 8,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 7) ? OffsetOf("_PyRuntimeState", "interpreters.main") : Absent();
+       }},
+      {PYPERF_FIELD(runtime_interp_head), 8,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 7) ? OffsetOf("_PyRuntimeState", "interpreters.head") : Absent();
+       }},
+  };
+  return fields;
+}
+
+#undef PYPERF_FIELD
+
+// Layout facts PyPerfBPFProgram.c hardcodes (read_py_string), checked on 3.x.
+struct BpfAssumption {
+  const char* name;
+  const char* expr;
+  long expected;
+};
+const std::vector<BpfAssumption>& BpfAssumptions() {
+  static const std::vector<BpfAssumption> facts = {
+      {"unicode_compact_bit", "StateBit(0)", 5},
+      {"unicode_ascii_bit", "StateBit(1)", 6},
+      {"compact_utf8_after_ascii",
+       "(long)offsetof(PyCompactUnicodeObject, utf8) - (long)sizeof(PyASCIIObject)", 8},
+  };
+  return facts;
+}
+
+// Bit index of PyASCIIObject.state.compact (0) or .ascii (1) in the state word.
+constexpr const char kStateBitHelper[] = R"(
+static long StateBit(int which) {
+  PyASCIIObject o;
+  unsigned int word = 0;
+  memset(&o, 0, sizeof(o));
+  if (which == 0) o.state.compact = 1; else o.state.ascii = 1;
+  memcpy(&word, (char *)&o + offsetof(PyASCIIObject, state), sizeof(word));
+  return word ? (long)__builtin_ctz(word) : -1L;
+}
+)";
+
+// Internal headers holding the structs we need (PyInterpreterState moved
+// there in 3.8; _PyRuntimeState is internal from its start in 3.7).
+std::vector<const char*> InternalHeaders(const PythonVersion& v) {
+  if (v.AtLeast(3, 11))
+    return {"internal/pycore_frame.h", "internal/pycore_interp.h", "internal/pycore_runtime.h"};
+  if (v.AtLeast(3, 9)) return {"internal/pycore_interp.h", "internal/pycore_runtime.h"};
+  if (v.AtLeast(3, 8)) return {"internal/pycore_pystate.h"};
+  if (v.AtLeast(3, 7)) return {"internal/pystate.h"};
+  return {};
+}
+
+std::string ProbeSource(const PythonVersion& v) {
+  std::ostringstream src;
+  // The internal headers refuse to be included without it.
+  if (!InternalHeaders(v).empty()) src << "#define Py_BUILD_CORE 1\n";
+  src << "#include <Python.h>\n#include <frameobject.h>\n";
+  for (const char* header : InternalHeaders(v)) src << "#include <" << header << ">\n";
+  src << "#include <stddef.h>\n#include <stdio.h>\n#include <string.h>\n";
+  if (Py3(v)) src << kStateBitHelper;
+  src << "int main(void) {\n";
+  // Each line: name value width (width -1 where it has no meaning).
+  auto emit = [&src](const std::string& name, const std::string& value, const std::string& width) {
+    src << "  printf(\"%s %ld %ld\\n\", \"" << name << "\", (long)(" << value << "), (long)("
+        << width << "));\n";
+  };
+  for (const FieldSpec& field : Fields()) {
+    Probe p = field.probe(v);
+    switch (p.kind) {
+      case Probe::kAbsent:
+        break;
+      case Probe::kOffsetOf:
+        emit(field.name, "offsetof(" + p.type + ", " + p.expr + ")",
+             "sizeof(((" + p.type + " *)0)->" + p.expr + ")");
+        break;
+      case Probe::kSizeOf:
+        emit(field.name, "sizeof(" + p.type + ")", "-1");
+        break;
+      case Probe::kValue:
+        emit(field.name, p.expr, "-1");
+        break;
+    }
+  }
+  if (Py3(v)) {
+    for (const BpfAssumption& fact : BpfAssumptions())
+      emit(std::string("bpf.") + fact.name, fact.expr, "-1");
+  }
+  src << "  return 0;\n}\n";
+  return src.str();
+}
+
+struct ProbedValue {
+  long value = 0;
+  long width = -1;
+};
+using ProbeOutput = std::map<std::string, ProbedValue>;
+
+struct InterpreterInfo {
+  PythonVersion version;
+  std::string include_dir;
+};
+
+// Asks the interpreter for its exact version and header directory (the
+// script runs on 2.7 too).
+Result<InterpreterInfo> QueryInterpreter(const std::string& python) {
+  const char* script =
+      "import sys, sysconfig\n"
+      "sys.stdout.write('%d %d %d\\n' % tuple(sys.version_info[:3]))\n"
+      "sys.stdout.write(sysconfig.get_config_var('INCLUDEPY') + '\\n')\n";
+  auto run = RunCommand({python, "-c", script});
+  if (run.exit_code != 0)
+    return Status::Error(python + " exited with " + std::to_string(run.exit_code) + ": " + run.err);
+  InterpreterInfo info;
+  std::istringstream in(run.out);
+  if (!(in >> info.version.major >> info.version.minor >> info.version.micro) ||
+      !(in >> info.include_dir))
+    return Status::Error("unexpected version output from " + python + ": " + run.out);
+  return info;
+}
+
+// Compiles the probe against the interpreter's headers with the system cc and runs it.
+Result<ProbeOutput> RunProbe(const InterpreterInfo& info) {
+  TempDir dir;
+  std::string source = dir.File("probe.c"), binary = dir.File("probe");
+  if (FILE* f = std::fopen(source.c_str(), "w")) {
+    std::string text = ProbeSource(info.version);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  } else {
+    return Status::Error("cannot write " + source);
+  }
+  auto compile = RunCommand({"cc", "-I" + info.include_dir, source, "-o", binary});
+  if (compile.exit_code != 0)
+    return Status::Error("probe for " + info.version.ToString() + " did not compile against " +
+                         info.include_dir + ":\n" + compile.err + "\n" + ProbeSource(info.version));
+  auto run = RunCommand({binary});
+  if (run.exit_code != 0)
+    return Status::Error("probe exited with " + std::to_string(run.exit_code));
+  ProbeOutput out;
+  std::istringstream lines(run.out);
+  std::string name;
+  ProbedValue value;
+  while (lines >> name >> value.value >> value.width) out[name] = value;
+  return out;
+}
+
+// Runs the probe for `python` and compares every field with FindOffsets' table.
+// `expected_minor` ("3.11") guards against a mislabelled install.
+void CheckInterpreterAgainstItsHeaders(const std::string& python,
+                                       const std::string& expected_minor) {
+  auto info = QueryInterpreter(python);
+  ASSERT_TRUE(info.ok()) << info.error();
+  const PythonVersion& v = info->version;
+  ASSERT_EQ(std::to_string(v.major) + "." + std::to_string(v.minor), expected_minor)
+      << python << " reports " << v.ToString();
+  if (!FileExists(info->include_dir + "/Python.h")) {
+    PYPERF_SKIP_OR_FAIL("no headers for " + python + " " + v.ToString() + " in " +
+                        info->include_dir + " (for Debian's interpreters: apt-get install python" +
+                        expected_minor + "-dev)");
+  }
+
+  const pyperf_offsets* table = FindOffsets(v);
+  ASSERT_NE(table, nullptr) << "no offsets table for Python " << v.ToString();
+  EXPECT_EQ(OffsetsLayoutName(v), expected_minor);
+
+  auto probed = RunProbe(*info);
+  ASSERT_TRUE(probed.ok()) << probed.error();
+
+  for (const FieldSpec& field : Fields()) {
+    pp_s64 in_table = table->*field.member;
+    auto it = probed->find(field.name);
+    if (field.probe(v).kind == Probe::kAbsent) {
+      EXPECT_TRUE(it == probed->end()) << "probe printed " << field.name << " for " << v.ToString();
+      EXPECT_EQ(in_table, -1) << field.name << " does not exist in " << v.ToString()
+                              << " and must be -1";
+      continue;
+    }
+    if (it == probed->end()) {
+      ADD_FAILURE() << "probe printed no value for " << field.name;
+      continue;
+    }
+    EXPECT_EQ(in_table, it->second.value) << field.name << " for Python " << v.ToString()
+                                          << " (headers in " << info->include_dir << ")";
+    if (field.width > 0) {
+      EXPECT_EQ(it->second.width, field.width)
+          << field.name << " in " << v.ToString() << " is not the size the BPF program reads";
+    }
+  }
+  if (Py3(v)) {
+    for (const BpfAssumption& fact : BpfAssumptions()) {
+      auto it = probed->find(std::string("bpf.") + fact.name);
+      ASSERT_NE(it, probed->end()) << fact.name;
+      EXPECT_EQ(it->second.value, fact.expected)
+          << fact.name << " in " << v.ToString() << " differs from what PyPerfBPFProgram.c assumes";
+    }
+  }
+}
+
+class PyOffsetsAgainstHeaders : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyOffsetsAgainstHeaders, TableMatchesInterpreterHeaders) {
+  const std::string& minor = GetParam();
+  auto python = pyperf_test::PyenvInterpreter(minor);
+  if (!python) {
+    PYPERF_SKIP_OR_FAIL("no pyenv interpreter for Python " + minor + " under " +
+                        pyperf_test::PyenvRoot() + "/versions");
+  }
+  CheckInterpreterAgainstItsHeaders(python->path, minor);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pyenv, PyOffsetsAgainstHeaders,
+                         ::testing::Values("2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11",
+                                           "3.12", "3.13"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = "Python" + info.param;
+                           for (char& c : name)
+                             if (c == '.') c = '_';
+                           return name;
+                         });
+
+// Debian's own 3.11 (3.11.2 on bookworm) is profiled too; its headers come
+// from python3.11-dev.
+TEST(PyOffsetsSystemPython, Debian311MatchesTable) {
+  const std::string python = "/usr/bin/python3.11";
+  if (!FileExists(python)) PYPERF_SKIP_OR_FAIL("no " + python + " on this machine");
+  CheckInterpreterAgainstItsHeaders(python, "3.11");
+}
+
+TEST(PyOffsetsLookup, UnknownVersionsHaveNoTable) {
+  for (PythonVersion v : {PythonVersion{3, 99, 0}, PythonVersion{2, 6, 9}, PythonVersion{3, 5, 10},
+                          PythonVersion{3, 14, 0}, PythonVersion{4, 0, 0}, PythonVersion{}}) {
+    EXPECT_EQ(FindOffsets(v), nullptr) << v.ToString();
+    EXPECT_EQ(OffsetsLayoutName(v), "") << v.ToString();
+  }
+}
+
+TEST(PyOffsetsLookup, EveryMicroOfAMinorUsesThatMinorsTable) {
+  for (const char* minor : {"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"}) {
+    PythonVersion first;
+    ASSERT_EQ(std::sscanf(minor, "%d.%d", &first.major, &first.minor), 2);
+    PythonVersion later = first;
+    later.micro = 42;
+    ASSERT_NE(FindOffsets(first), nullptr) << minor;
+    EXPECT_EQ(FindOffsets(later), FindOffsets(first)) << minor;
+    EXPECT_EQ(OffsetsLayoutName(first), minor);
+  }
+}
+
+TEST(PyOffsetsSchema, ProbeCoversEveryField) {
+  static_assert(sizeof(pyperf_offsets) % sizeof(pp_s64) == 0, "pyperf_offsets is all pp_s64");
+  constexpr size_t kFields = sizeof(pyperf_offsets) / sizeof(pp_s64);
+  pyperf_offsets o{};
+  std::set<size_t> covered;
+  for (const FieldSpec& field : Fields()) {
+    auto at = reinterpret_cast<const char*>(&(o.*field.member)) - reinterpret_cast<const char*>(&o);
+    EXPECT_TRUE(covered.insert(static_cast<size_t>(at)).second) << field.name << " listed twice";
+  }
+  EXPECT_EQ(covered.size(), kFields) << "a pyperf_offsets field has no probe in test_py_offsets.cc";
+}
+
+}  // namespace
+}  // namespace pyperf

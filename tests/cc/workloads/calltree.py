@@ -1,0 +1,85 @@
+"""A workload with a known call tree, for PyPerf's end-to-end tests.
+
+Threads (each named so a failure is easy to read):
+  main thread      module-level busy function        main_busy -> main_leaf
+  worker-method    method of a class in a busy loop  Worker.run -> Worker.spin
+  worker-cls       classmethod in a busy loop        Worker.class_spin
+  syscall-loop     reads /dev/zero in a tight loop   syscall_loop
+  deep-recursion   recursion deeper than PyPerf's frame limit, busy at the bottom
+
+Runs until killed. Written for Python 2.7 and 3.x alike. Prints "ready" once
+every thread is running.
+"""
+import os
+import sys
+import threading
+
+RECURSION_DEPTH = int(os.environ.get("CALLTREE_DEPTH", "200"))
+
+
+class Worker(object):
+    def run(self):
+        while True:
+            self.spin()
+
+    def spin(self):
+        x = 0
+        for i in range(10000):
+            x += i
+        return x
+
+    @classmethod
+    def class_spin(cls):
+        while True:
+            y = 0
+            for i in range(10000):
+                y += i
+
+
+def syscall_loop():
+    fd = os.open("/dev/zero", os.O_RDONLY)
+    while True:
+        os.read(fd, 1 << 20)
+
+
+def recurse(depth):
+    if depth > 0:
+        return recurse(depth - 1)
+    return deep_leaf()
+
+
+def deep_leaf():
+    while True:
+        z = 0
+        for i in range(10000):
+            z += i
+
+
+def main_leaf():
+    total = 0
+    for i in range(10000):
+        total += i
+    return total
+
+
+def main_busy():
+    while True:
+        main_leaf()
+
+
+def start(target, name, *args):
+    t = threading.Thread(target=target, name=name, args=args)
+    t.daemon = True
+    t.start()
+    return t
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(RECURSION_DEPTH + 1000)
+    start(Worker().run, "worker-method")
+    start(Worker.class_spin, "worker-cls")
+    start(syscall_loop, "syscall-loop")
+    start(recurse, "deep-recursion", RECURSION_DEPTH)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    main_busy()
