@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "kernel_header_shim.h"
@@ -47,6 +49,30 @@ Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
     return Status::Error("cannot compile/load the BPF program: " + st.msg() +
                          " (compiler diagnostics above)");
   return bpf;
+}
+
+Status LoadBpfFunction(ebpf::BPF& bpf, const std::string& name, int prog_type, int* fd) {
+  // libbcc computes a program tag through an AF_ALG socket and, where the
+  // kernel has none, prints two lines about it: noise for PyPerf's users.
+  fflush(stderr);
+  FILE* capture = tmpfile();
+  int saved = capture ? dup(STDERR_FILENO) : -1;
+  if (saved >= 0) dup2(fileno(capture), STDERR_FILENO);
+  ebpf::StatusTuple st = bpf.load_func(name, static_cast<bpf_prog_type>(prog_type), *fd);
+  if (saved >= 0) {
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(capture);
+    char line[4096];
+    while (fgets(line, sizeof(line), capture)) {
+      if (strstr(line, "sha1 socket not available") || strstr(line, "cannot get prog tag")) continue;
+      fputs(line, stderr);
+    }
+  }
+  if (capture) fclose(capture);
+  if (!st.ok()) return Status::Error("cannot load BPF program " + name + ": " + st.msg());
+  return Status::Ok();
 }
 
 }  // namespace pyperf

@@ -23,4 +23,9 @@ Status CheckBpfPrivileges();
 Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
                                                      const std::vector<std::string>& cflags);
 
+// Loads function `name` of a compiled program (as ebpf::BPF::load_func does),
+// keeping libbcc's harmless notices about program tags off stderr; every
+// other line it prints is passed through.
+Status LoadBpfFunction(ebpf::BPF& bpf, const std::string& name, int prog_type, int* fd);
+
 }  // namespace pyperf

@@ -58,13 +58,15 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
   const char* tail_programs[] = {"find_thread_state", "walk_python_stack"};
   for (int i = 0; i < 2; ++i) {
     int fd = -1;
-    auto st = self->bpf_->load_func(tail_programs[i], BPF_PROG_TYPE_PERF_EVENT, fd);
-    if (!st.ok())
-      return Status::Error(std::string("cannot load BPF program ") + tail_programs[i] + ": " +
-                           st.msg());
-    st = progs.update_value(i, fd);
+    Status loaded = LoadBpfFunction(*self->bpf_, tail_programs[i], BPF_PROG_TYPE_PERF_EVENT, &fd);
+    if (!loaded.ok()) return loaded;
+    auto st = progs.update_value(i, fd);
     if (!st.ok()) return Status::Error("cannot install tail call: " + st.msg());
   }
+  // Loaded now so that attaching later reuses it (and prints nothing).
+  int main_fd = -1;
+  Status loaded = LoadBpfFunction(*self->bpf_, "on_sample", BPF_PROG_TYPE_PERF_EVENT, &main_fd);
+  if (!loaded.ok()) return loaded;
   return self;
 }
 

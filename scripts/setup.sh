@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything bcc-pyperf needs to build, test and run, from Debian's
+# archive. Idempotent and non-interactive: runs `apt-get update` once and only
+# when a package is missing. Run as root.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake g++ make pkg-config
+  libbpfcc-dev libbpf-dev libelf-dev libunwind-dev libcli11-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3.11-dev   # Debian's CPython headers: the offsets test checks /usr/bin/python3.11
+  binutils         # addr2line, readelf: tests check native frame addresses
+  util-linux       # setpriv: the unprivileged-run test
+  procps
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: dependencies present"

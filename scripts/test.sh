@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh machine: installs dependencies, builds,
+# and runs every test through CTest. Run as root (BPF tests need it).
+# PYPERF_TEST_STRICT=1 (set by CI) turns every skip into a failure.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${PYPERF_BUILD_DIR:-$ROOT/build}"
+start=$(date +%s)
+"$ROOT/scripts/setup.sh"
+t_setup=$(date +%s)
+"$ROOT/scripts/build.sh"
+t_build=$(date +%s)
+cd "$BUILD_DIR"
+ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" "$@"
+t_test=$(date +%s)
+echo "times: setup $((t_setup - start)) s, build $((t_build - t_setup)) s, tests $((t_test - t_build)) s"
