@@ -22,6 +22,9 @@
 #define RED_ZONE 128
 #define MAX_FRAMES PYPERF_MAX_FRAMES
 #define USER_STACK_BYTES (USER_STACK_PAGES > 0 ? USER_STACK_PAGES * PAGE_SIZE : 8)
+/* Room for a page read at any offset below USER_STACK_MASK: the verifier sees
+ * the offset's bound through the mask only. */
+#define USER_STACK_STORAGE (USER_STACK_MASK + 1 + PAGE_SIZE)
 
 /* Per-CPU scratch: the event being built and the walkers' state. */
 struct pyperf_sample_state {
@@ -33,7 +36,7 @@ struct pyperf_sample_state {
   struct pyperf_proc_info proc;
   struct pyperf_symbol symbol;
   struct pyperf_event event; /* its user_stack[] continues into the storage below */
-  u8 user_stack_storage[USER_STACK_BYTES];
+  u8 user_stack_storage[USER_STACK_STORAGE];
 };
 
 BPF_HASH(py_procs, u32, struct pyperf_proc_info, 4096);
@@ -203,7 +206,6 @@ int on_sample(struct bpf_perf_event_data *ctx) {
       for (int i = 0; i < USER_STACK_PAGES; i++) {
         if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) break;
         u32 off = copied & USER_STACK_MASK;
-        if (off > USER_STACK_PAGES * PAGE_SIZE - PAGE_SIZE) break;
         if (bpf_probe_read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
           break;
         copied += PAGE_SIZE;
