@@ -148,11 +148,13 @@ std::vector<std::optional<ElfSymbol>> ElfFile::FindSymbols(
         const char* start = strtab + sym.st_name;
         const void* nul = std::memchr(start, '\0', strtab_size - sym.st_name);
         if (!nul) continue;
-        std::string_view sym_name(start, static_cast<size_t>(static_cast<const char*>(nul) - start));
+        std::string_view sym_name(start,
+                                  static_cast<size_t>(static_cast<const char*>(nul) - start));
         for (size_t n = 0; n < names.size(); ++n) {
           if (found[n] || names[n] != sym_name) continue;
-          found[n] = ElfSymbol{sym.st_value, sym.st_size, static_cast<uint8_t>(GELF_ST_TYPE(sym.st_info)),
-                               static_cast<uint8_t>(GELF_ST_BIND(sym.st_info)), table == SHT_DYNSYM};
+          found[n] =
+              ElfSymbol{sym.st_value, sym.st_size, static_cast<uint8_t>(GELF_ST_TYPE(sym.st_info)),
+                        static_cast<uint8_t>(GELF_ST_BIND(sym.st_info)), table == SHT_DYNSYM};
           --remaining;
         }
       }
@@ -174,7 +176,8 @@ std::optional<uint64_t> ComputeLoadBias(const std::vector<ElfLoadSegment>& segme
 
 Status ElfFile::ReadAtVirtualAddress(uint64_t vaddr, void* out, size_t size) const {
   for (const ElfLoadSegment& seg : load_segments_) {
-    if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.memsz || size > seg.memsz - (vaddr - seg.vaddr)) {
+    if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.memsz ||
+        size > seg.memsz - (vaddr - seg.vaddr)) {
       continue;
     }
     const uint64_t delta = vaddr - seg.vaddr;

@@ -25,8 +25,8 @@ namespace pyperf {
 struct ElfSymbol {
   uint64_t value = 0;  // st_value: a link-time virtual address for data and code
   uint64_t size = 0;
-  uint8_t type = 0;     // STT_OBJECT, STT_FUNC, ...
-  uint8_t binding = 0;  // STB_GLOBAL, STB_LOCAL, STB_WEAK, ...
+  uint8_t type = 0;      // STT_OBJECT, STT_FUNC, ...
+  uint8_t binding = 0;   // STB_GLOBAL, STB_LOCAL, STB_WEAK, ...
   bool dynamic = false;  // found in .dynsym (else .symtab)
 };
 
@@ -78,7 +78,8 @@ class ElfFile {
   // symbols live; absent once the file is stripped). nullopt if neither has it.
   std::optional<ElfSymbol> FindSymbol(std::string_view name) const;
   // Several names in one pass over each table; result[i] answers names[i].
-  std::vector<std::optional<ElfSymbol>> FindSymbols(const std::vector<std::string_view>& names) const;
+  std::vector<std::optional<ElfSymbol>> FindSymbols(
+      const std::vector<std::string_view>& names) const;
 
   // The bias to add to this file's virtual addresses for a process that maps
   // file offset `mapping_offset` at `mapping_start` (runtime address = bias +

@@ -150,8 +150,7 @@ std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping) {
 }
 
 std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {
-  return mapping.deleted ? MapFilesPathForMapping(pid, mapping)
-                         : RootPathForMapping(pid, mapping);
+  return mapping.deleted ? MapFilesPathForMapping(pid, mapping) : RootPathForMapping(pid, mapping);
 }
 
 Result<uint64_t> ReadProcessStartTime(pid_t pid) {

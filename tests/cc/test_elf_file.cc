@@ -1,8 +1,6 @@
 // Tests for ElfFile on real files: this test binary (symbols we define here,
 // checked against their live addresses), pyenv's libpython builds and
 // Debian's stripped, non-PIE /usr/bin/python3.11.
-#include "elf_file.h"
-
 #include <elf.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "elf_file.h"
 #include "proc_maps.h"
 #include "support/test_support.h"
 
@@ -97,8 +96,8 @@ TEST(ElfFile, FindsOwnSymbolsAndTheirLiveAddresses) {
 TEST(ElfFile, ReadsInitialisedDataAndZeroedBss) {
   auto elf = ElfFile::Open(SelfExe());
   ASSERT_TRUE(elf.ok()) << elf.error();
-  auto syms = elf->FindSymbols(
-      {"pyperf_elf_test_marker", kLocalSymbol, "pyperf_elf_test_zeroed", "nope"});
+  auto syms =
+      elf->FindSymbols({"pyperf_elf_test_marker", kLocalSymbol, "pyperf_elf_test_zeroed", "nope"});
   ASSERT_EQ(syms.size(), 4u);
   ASSERT_TRUE(syms[0] && syms[1] && syms[2]);
   EXPECT_FALSE(syms[3]);

@@ -1,8 +1,6 @@
 // Tests for proc_maps: parsing /proc/PID/maps, host paths to mapped files
 // (deleted files, other mount namespaces), start times and the pid list, on
 // this process and real child processes.
-#include "proc_maps.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -14,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "proc_maps.h"
 #include "support/test_support.h"
 
 namespace pyperf {
@@ -64,7 +63,8 @@ class MappedFile {
 
 TEST(ParseProcMaps, ParsesEveryKindOfLine) {
   const char* text =
-      "00400000-00421000 r--p 00000000 fe:00 1234                               /usr/bin/python3.11\n"
+      "00400000-00421000 r--p 00000000 fe:00 1234                               "
+      "/usr/bin/python3.11\n"
       "7f0000000000-7f0000001000 rw-p 0001f000 103:0a 99 /tmp/dir with spaces/lib (x).so\n"
       "7f0000002000-7f0000003000 r-xp 00002000 08:01 77     /tmp/gone.so (deleted)\n"
       "7f0000004000-7f0000005000 rw-p 00000000 00:00 0 \n"
@@ -119,8 +119,7 @@ TEST(ReadProcMaps, FindsOwnExecutableCode) {
   ASSERT_TRUE(exe.ok()) << exe.error();
 
   // The code of this very function lies in an executable mapping of our binary.
-  const MemoryMapping* code =
-      FindContaining(*maps, reinterpret_cast<uint64_t>(&FindContaining));
+  const MemoryMapping* code = FindContaining(*maps, reinterpret_cast<uint64_t>(&FindContaining));
   ASSERT_NE(code, nullptr);
   EXPECT_TRUE(code->executable());
   EXPECT_EQ(code->path, *exe);
@@ -222,8 +221,10 @@ TEST(ReadProcessStartTime, IsStableAndOrdersProcesses) {
   ASSERT_EQ(symlink("/bin/sleep", odd.c_str()), 0);
   ChildProcess child({odd, "100"});
   ASSERT_TRUE(pyperf_test::WaitFor(
-      [&] { return pyperf_test::ReadFile("/proc/" + std::to_string(child.pid()) + "/comm")
-                       .find("odd)") != std::string::npos; },
+      [&] {
+        return pyperf_test::ReadFile("/proc/" + std::to_string(child.pid()) + "/comm")
+                   .find("odd)") != std::string::npos;
+      },
       std::chrono::seconds(10)));
   auto child_start = ReadProcessStartTime(child.pid());
   ASSERT_TRUE(child_start.ok()) << child_start.error();

@@ -2,8 +2,6 @@
 // libpython, Debian's static, stripped, non-PIE python3.11) run a sleep loop;
 // the detected version, module and symbol addresses are checked against what
 // the interpreter prints and against its live memory (process_vm_readv).
-#include "PythonProcess.h"
-
 #include <gtest/gtest.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -11,9 +9,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
+#include "PythonProcess.h"
 #include "elf_file.h"
 #include "proc_maps.h"
 #include "support/test_support.h"
@@ -112,7 +112,8 @@ std::optional<ResolvedInterpreter> Resolve(const InterpreterCase& c) {
   std::string lib = interp->path.substr(0, interp->path.rfind("/bin/")) + "/lib/";
   for (const char* suffix : {".so.1.0", "m.so.1.0"}) {
     std::string path = lib + "libpython" + c.minor + suffix;
-    if (pyperf_test::FileExists(path)) return ResolvedInterpreter{interp->path, RealPath(path), false};
+    if (pyperf_test::FileExists(path))
+      return ResolvedInterpreter{interp->path, RealPath(path), false};
   }
   return std::nullopt;
 }
@@ -148,7 +149,11 @@ TEST_P(PythonProcessTest, DetectsVersionModuleAndSymbols) {
   // The module's ELF header is at its start address.
   char magic[4];
   ASSERT_TRUE(ReadRemote(child.pid(), module.start, magic, 4).ok());
-  EXPECT_EQ(std::memcmp(magic, "\x7f" "ELF", 4), 0);
+  EXPECT_EQ(std::memcmp(magic,
+                        "\x7f"
+                        "ELF",
+                        4),
+            0);
 
   auto maps = ReadProcMaps(child.pid());
   ASSERT_TRUE(maps.ok()) << maps.error();
@@ -171,6 +176,13 @@ TEST_P(PythonProcessTest, DetectsVersionModuleAndSymbols) {
     ASSERT_TRUE(ReadRemote(child.pid(), *syms.interp_head, &interp_head, 8).ok());
     EXPECT_NE(interp_head, 0u);
   }
+  // PyCode_Type's tp_name (after the 24-byte PyVarObject head) is "code".
+  ASSERT_TRUE(syms.py_code_type.has_value());
+  uint64_t tp_name = 0;
+  ASSERT_TRUE(ReadRemote(child.pid(), *syms.py_code_type + 24, &tp_name, 8).ok());
+  char name[5] = {};
+  ASSERT_TRUE(ReadRemote(child.pid(), tp_name, name, 5).ok());
+  EXPECT_STREQ(name, "code");
   if (v.AtLeast(3, 11)) {
     ASSERT_TRUE(syms.py_version.has_value());
     uint64_t live = 0;
@@ -204,16 +216,39 @@ TEST_P(PythonProcessTest, LoadBiasMatchesLiveMemory) {
   EXPECT_EQ(in_file, in_memory);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Interpreters, PythonProcessTest,
-    ::testing::Values(InterpreterCase{"pyenv_2_7", "2.7", ""}, InterpreterCase{"pyenv_3_6", "3.6", ""},
-                      InterpreterCase{"pyenv_3_7", "3.7", ""}, InterpreterCase{"pyenv_3_8", "3.8", ""},
-                      InterpreterCase{"pyenv_3_9", "3.9", ""}, InterpreterCase{"pyenv_3_10", "3.10", ""},
-                      InterpreterCase{"pyenv_3_11", "3.11", ""},
-                      InterpreterCase{"pyenv_3_12", "3.12", ""},
-                      InterpreterCase{"pyenv_3_13", "3.13", ""},
-                      InterpreterCase{"debian_3_11", "", kDebianPython}),
-    [](const ::testing::TestParamInfo<InterpreterCase>& info) { return info.param.name; });
+// Below 3.11 the version comes from PY_VERSION in the read-only data, which
+// pyenv's linker merged into the tail of the install prefix string.
+TEST_P(PythonProcessTest, VersionStringsIncludeTheInterpreters) {
+  auto interp = Resolve(GetParam());
+  if (!interp) PYPERF_SKIP_OR_FAIL("interpreter not installed: " + GetParam().name);
+  auto printed = pyperf_test::RunCommand(
+      {interp->python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"});
+  ASSERT_EQ(printed.exit_code, 0) << printed.err;
+  PythonVersion expected;
+  ASSERT_EQ(
+      sscanf(printed.out.c_str(), "%d.%d.%d", &expected.major, &expected.minor, &expected.micro),
+      3);
+  auto elf = ElfFile::Open(interp->expected_module);
+  ASSERT_TRUE(elf.ok()) << elf.error();
+  auto versions = FindPythonVersionStrings(*elf);
+  EXPECT_NE(std::find(versions.begin(), versions.end(), expected), versions.end())
+      << expected.ToString() << " not among " << versions.size() << " version strings";
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonProcessTest,
+                         ::testing::Values(InterpreterCase{"pyenv_2_7", "2.7", ""},
+                                           InterpreterCase{"pyenv_3_6", "3.6", ""},
+                                           InterpreterCase{"pyenv_3_7", "3.7", ""},
+                                           InterpreterCase{"pyenv_3_8", "3.8", ""},
+                                           InterpreterCase{"pyenv_3_9", "3.9", ""},
+                                           InterpreterCase{"pyenv_3_10", "3.10", ""},
+                                           InterpreterCase{"pyenv_3_11", "3.11", ""},
+                                           InterpreterCase{"pyenv_3_12", "3.12", ""},
+                                           InterpreterCase{"pyenv_3_13", "3.13", ""},
+                                           InterpreterCase{"debian_3_11", "", kDebianPython}),
+                         [](const ::testing::TestParamInfo<InterpreterCase>& info) {
+                           return info.param.name;
+                         });
 
 TEST(InspectPythonProcess, RejectsNonPythonProcess) {
   ChildProcess child({"sleep", "100"});
@@ -312,7 +347,8 @@ TEST(PythonProcessInspector, CachesPerFileAndFindsProcesses) {
   EXPECT_EQ(a->version, b->version);
   EXPECT_EQ(a->module.path, b->module.path);
   // Same file, each at its own address.
-  EXPECT_EQ(*a->symbols.py_runtime - a->module.load_bias, *b->symbols.py_runtime - b->module.load_bias);
+  EXPECT_EQ(*a->symbols.py_runtime - a->module.load_bias,
+            *b->symbols.py_runtime - b->module.load_bias);
 
   auto all = inspector.FindPythonProcesses();
   auto has = [&](pid_t pid) {

@@ -10,7 +10,6 @@
 
 #include "PyOffsets.h"
 #include "btf_offsets.h"
-#include "elf_file.h"
 #include "proc_maps.h"
 
 namespace pyperf {
@@ -30,6 +29,11 @@ const char* ErrorName(uint8_t error) {
     case PYPERF_ERROR_TAIL_CALL: return "TAIL_CALL";
     default: return "UNKNOWN";
   }
+}
+
+std::string ExePath(pid_t pid) {
+  auto path = ReadProcessExePath(pid);
+  return path.ok() ? *path : std::string();
 }
 
 void AppendComm(const char* comm, std::string* out) {
@@ -106,7 +110,7 @@ Status PyPerfProfiler::Init() {
 
 void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   auto reject = [&](const std::string& why) {
-    rejected_[{info.pid, info.start_time}] = true;
+    rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
     Log(0, "not profiling pid " + std::to_string(info.pid) + ": " + why);
   };
   const pyperf_offsets* offsets = FindOffsets(info.version);
@@ -131,9 +135,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
     return;
   }
   // PyCode_Type lets the BPF walker skip anything that is not a code object.
-  if (auto elf = ElfFile::Open(info.module.host_path); elf.ok()) {
-    if (auto sym = elf->FindSymbol("PyCode_Type")) proc.code_type = sym->value + info.module.load_bias;
-  }
+  if (info.symbols.py_code_type) proc.code_type = *info.symbols.py_code_type;
 
   auto layout_it = layouts_.find(offsets);
   if (layout_it == layouts_.end()) {
@@ -182,10 +184,12 @@ void PyPerfProfiler::UpdateProcesses() {
       python_->ForgetProcess(pid);
       tracked_.erase(it);
     }
-    if (rejected_.count({pid, *start})) continue;
+    // exec keeps the pid and start time: a rejection holds for one executable.
+    auto rejected = rejected_.find({pid, *start});
+    if (rejected != rejected_.end() && rejected->second == ExePath(pid)) continue;
     auto info = inspector_.Inspect(pid);
     if (!info.ok()) {
-      rejected_[{pid, *start}] = true;
+      rejected_[{pid, *start}] = ExePath(pid);
       if (!options_.pids.empty()) Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
       continue;
     }

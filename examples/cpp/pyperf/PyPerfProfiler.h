@@ -73,7 +73,8 @@ class PyPerfProfiler {
     PythonVersion version;
   };
   std::map<pid_t, Tracked> tracked_;
-  std::map<std::pair<pid_t, uint64_t>, bool> rejected_;  // (pid, start) not profiled
+  // (pid, start time) not profiled -> the executable it had then.
+  std::map<std::pair<pid_t, uint64_t>, std::string> rejected_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;

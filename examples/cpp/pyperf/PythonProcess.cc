@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -30,7 +29,7 @@ struct PythonProcessInspector::FileFacts {
   bool has_interpreter = false;
   std::vector<ElfLoadSegment> segments;
   std::optional<ElfSymbol> py_runtime, thread_state_current, interp_head, auto_interpreter_state,
-      py_version;
+      py_version, py_code_type;
   bool python2_api = false;  // defines PyString_FromString
   std::optional<PythonVersion> version_from_symbol;
   std::vector<VersionCandidate> version_strings;  // only read when Py_Version is absent
@@ -56,7 +55,8 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool ParseNumber(std::string_view t, size_t* pos, int* out) {
   size_t start = *pos;
   int value = 0;
-  while (*pos < t.size() && IsDigit(t[*pos]) && *pos - start < 3) value = value * 10 + (t[(*pos)++] - '0');
+  while (*pos < t.size() && IsDigit(t[*pos]) && *pos - start < 3)
+    value = value * 10 + (t[(*pos)++] - '0');
   *out = value;
   return *pos > start && (*pos == t.size() || !IsDigit(t[*pos]));
 }
@@ -114,9 +114,21 @@ std::optional<std::pair<int, int>> VersionFromFileName(std::string_view path) {
   return std::nullopt;
 }
 
+// Every 2.x/3.x version string in the read-only data, whole or as a tail.
+std::vector<VersionCandidate> VersionCandidates(const ElfFile& elf) {
+  std::vector<VersionCandidate> found;
+  elf.ForEachReadOnlyString([&](const ElfString& s) {
+    auto c = VersionAtEnd(s.text);
+    if (c && (c->version.major == 2 || c->version.major == 3)) found.push_back(*c);
+    return true;
+  });
+  return found;
+}
+
 // Which versions the symbols allow: a version string from an unrelated
 // component (unicodedata's "3.2.0" in a static build) must not win.
 bool ConsistentWithSymbols(const FileFacts& facts, const PythonVersion& v) {
+  if (facts.py_version) return v.major == 3 && v.minor >= 11;
   if (facts.py_runtime) return v.major == 3 && v.minor >= 7 && v.minor <= 10;
   if (facts.python2_api) return v.major == 2;
   return v.major == 3 && v.minor >= 3 && v.minor <= 6;
@@ -128,7 +140,8 @@ Result<PythonVersion> ChooseVersion(const FileFacts& facts, const std::string& m
   std::vector<VersionCandidate> kept;
   for (const VersionCandidate& c : facts.version_strings) {
     if (!ConsistentWithSymbols(facts, c.version)) continue;
-    if (from_name && (c.version.major != from_name->first || c.version.minor != from_name->second)) {
+    if (from_name &&
+        (c.version.major != from_name->first || c.version.minor != from_name->second)) {
       continue;
     }
     kept.push_back(c);
@@ -173,13 +186,15 @@ Result<FileFacts> ReadFileFacts(const std::string& host_path) {
   if (!elf.ok()) return elf.status();
   FileFacts facts;
   auto syms = elf->FindSymbols({"_PyRuntime", "_PyThreadState_Current", "interp_head",
-                                "autoInterpreterState", "Py_Version", "PyString_FromString"});
+                                "autoInterpreterState", "Py_Version", "PyString_FromString",
+                                "PyCode_Type"});
   facts.py_runtime = syms[0];
   facts.thread_state_current = syms[1];
   facts.interp_head = syms[2];
   facts.auto_interpreter_state = syms[3];
   facts.py_version = syms[4];
   facts.python2_api = syms[5].has_value();
+  facts.py_code_type = syms[6];
   facts.has_interpreter = facts.py_runtime || facts.thread_state_current;
   if (!facts.has_interpreter) return facts;  // cached as "not Python"
 
@@ -198,11 +213,7 @@ Result<FileFacts> ReadFileFacts(const std::string& host_path) {
     }
   }
   if (!facts.version_from_symbol) {
-    elf->ForEachReadOnlyString([&](const ElfString& s) {
-      auto c = VersionAtEnd(s.text);
-      if (c && (c->version.major == 2 || c->version.major == 3)) facts.version_strings.push_back(*c);
-      return true;
-    });
+    facts.version_strings = VersionCandidates(*elf);
   }
   return facts;
 }
@@ -213,6 +224,12 @@ std::optional<uint64_t> AddBias(const std::optional<ElfSymbol>& sym, uint64_t bi
 }
 
 }  // namespace
+
+std::vector<PythonVersion> FindPythonVersionStrings(const ElfFile& elf) {
+  std::vector<PythonVersion> versions;
+  for (const VersionCandidate& c : VersionCandidates(elf)) versions.push_back(c.version);
+  return versions;
+}
 
 PythonProcessInspector::PythonProcessInspector(size_t max_cached_files)
     : max_cached_files_(max_cached_files) {}
@@ -235,7 +252,9 @@ Result<std::shared_ptr<const FileFacts>> PythonProcessInspector::FactsFor(
     }
   }
   if (!found) {
-    return Status::Error("cannot stat " + path + ": " + std::strerror(stat_errno));
+    bool needs_privilege = mapping.deleted && (stat_errno == EPERM || stat_errno == EACCES);
+    return Status::Error("cannot stat " + path + ": " + std::strerror(stat_errno) +
+                         (needs_privilege ? " (map_files needs CAP_SYS_ADMIN)" : ""));
   }
   *host_path = path;
   FileKey key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
@@ -257,7 +276,8 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   auto maps = ReadProcMaps(pid);
   if (!maps.ok()) return maps.status();
   if (maps->empty()) {
-    return Status::Error("pid " + std::to_string(pid) + " has no mappings (kernel thread or zombie)");
+    return Status::Error("pid " + std::to_string(pid) +
+                         " has no mappings (kernel thread or zombie)");
   }
 
   // Candidates, in the order the dynamic linker binds symbols: the executable
@@ -291,7 +311,8 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   if (main_exe) add(*main_exe);
   for (const auto& m : *maps) {
     std::string_view name = Basename(m.path);
-    if (m.is_file() && StartsWith(name, "libpython") && name.find(".so") != std::string_view::npos) {
+    if (m.is_file() && StartsWith(name, "libpython") &&
+        name.find(".so") != std::string_view::npos) {
       add(m);
     }
   }
@@ -304,7 +325,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
     std::string host_path;
     auto facts_or = FactsFor(pid, *candidate, &host_path);
     if (!facts_or.ok()) {
-      read_errors += "; " + facts_or.error();
+      read_errors += (read_errors.empty() ? ": " : "; ") + facts_or.error();
       continue;
     }
     const FileFacts& facts = **facts_or;
@@ -343,6 +364,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
     info.symbols.interp_head = AddBias(facts.interp_head, *bias);
     info.symbols.auto_interpreter_state = AddBias(facts.auto_interpreter_state, *bias);
     info.symbols.py_version = AddBias(facts.py_version, *bias);
+    info.symbols.py_code_type = AddBias(facts.py_code_type, *bias);
 
     // The pid may have exited and been reused while we read.
     auto start_again = ReadProcessStartTime(pid);
@@ -351,9 +373,14 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
     }
     return info;
   }
+  if (!read_errors.empty()) {
+    // Possibly Python, but a candidate file could not be read: say so rather
+    // than calling it "not Python".
+    return Status::Error("cannot inspect pid " + std::to_string(pid) + read_errors);
+  }
   std::string exe_name = main_exe ? main_exe->path : "(no executable mapping)";
   return Status::Error("not a Python process: neither " + exe_name +
-                       " nor a mapped libpython holds a CPython interpreter" + read_errors);
+                       " nor a mapped libpython holds a CPython interpreter");
 }
 
 std::vector<PythonProcessInfo> PythonProcessInspector::FindPythonProcesses() {

@@ -22,15 +22,17 @@
 
 namespace pyperf {
 
+class ElfFile;
+
 // The file that holds the interpreter, as mapped into one process.
 struct PythonModule {
   std::string host_path;  // open this from the host: /proc/PID/root/... or /proc/PID/map_files/...
   std::string path;       // the path as the process sees it (in its mount namespace)
   bool deleted = false;   // unlinked since it was mapped (opened through map_files)
   bool is_main_executable = false;  // interpreter linked into the executable
-  uint64_t start = 0;      // lowest address the module is mapped at
-  uint64_t load_bias = 0;  // runtime address = load_bias + symbol value in the file
-  std::string build_id;    // GNU build-id in hex, "" if the file has none
+  uint64_t start = 0;               // lowest address the module is mapped at
+  uint64_t load_bias = 0;           // runtime address = load_bias + symbol value in the file
+  std::string build_id;             // GNU build-id in hex, "" if the file has none
 };
 
 // Runtime addresses (load bias applied) of the interpreter's globals; nullopt
@@ -41,6 +43,7 @@ struct PythonSymbolAddresses {
   std::optional<uint64_t> interp_head;             // static, .symtab only (2.7, 3.6)
   std::optional<uint64_t> auto_interpreter_state;  // static, .symtab only (2.7, 3.6)
   std::optional<uint64_t> py_version;              // Py_Version (3.11+)
+  std::optional<uint64_t> py_code_type;            // PyCode_Type (all versions)
 };
 
 enum class PythonVersionSource {
@@ -56,6 +59,12 @@ struct PythonProcessInfo {
   PythonModule module;
   PythonSymbolAddresses symbols;
 };
+
+// The PY_VERSION-like strings (2.x.y or 3.x.y, with an optional a1/b2/rc1 and
+// '+') in `elf`'s read-only data, including those the linker merged into the
+// tail of a longer string. Not all are the interpreter's: a static build also
+// holds unicodedata's "3.2.0". Exposed for tests and diagnostics.
+std::vector<PythonVersion> FindPythonVersionStrings(const ElfFile& elf);
 
 // Inspects one process without caching. A process that does not run CPython
 // (or that exited, or cannot be read) gives an error with a short reason;
