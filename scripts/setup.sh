@@ -14,6 +14,12 @@ PACKAGES=(
   binutils         # addr2line, readelf: tests check native frame addresses
   util-linux       # setpriv: the unprivileged-run test
   procps
+  python3          # /usr/bin/python3 runs the gProfiler protocol harness
+  # the Debian package and its test
+  debhelper dpkg-dev lintian
+  # newer CPython in debootstrapped roots (scripts/python-roots.sh), uWSGI
+  debootstrap
+  uwsgi-core uwsgi-plugin-python3
 )
 
 missing=()

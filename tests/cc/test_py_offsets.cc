@@ -1,9 +1,12 @@
 // Checks PyOffsets' tables against the interpreters themselves: for each
-// installed CPython, a small C program is compiled against that interpreter's
-// own headers (internal ones too), run, and every pyperf_offsets field it
-// prints is compared with the table FindOffsets picks for the interpreter's
-// exact version. The same probe checks the few layout facts the BPF program
-// hardcodes instead of taking from the table.
+// installed CPython (pyenv 2.7 .. 3.13, Debian's 3.11, and 3.13.x / 3.14 in the
+// Debian roots of scripts/python-roots.sh), a small C program is compiled
+// against that interpreter's own headers (internal ones too), run, and every
+// pyperf_offsets field it prints is compared with the table FindOffsets picks
+// for the interpreter's exact version. The same probe checks the layout facts
+// the BPF program hardcodes or relies on instead of taking from the table.
+// What 3.13+ interpreters publish in _Py_DebugOffsets is checked by
+// test_debug_offsets.cc.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,14 +19,15 @@
 
 #include "PyOffsets.h"
 #include "status.h"
+#include "support/header_probe.h"
+#include "support/python_roots.h"
 #include "support/test_support.h"
 
 namespace pyperf {
 namespace {
 
 using pyperf_test::FileExists;
-using pyperf_test::RunCommand;
-using pyperf_test::TempDir;
+using pyperf_test::InterpreterHeaders;
 
 // How the probe reads one value from a given version's headers.
 struct Probe {
@@ -136,10 +140,16 @@ const std::vector<FieldSpec>& Fields() {
        }},
       {PYPERF_FIELD(frame_owner), 1,
        [](const PythonVersion& v) { return Frame(v, nullptr, "owner"); }},
-      {PYPERF_FIELD(frame_owned_by_cstack), 0,
+      // The lowest owner value of frames that are not Python calls: 3.12's
+      // C-stack shims; 3.14 puts interpreter entry frames just below them.
+      {PYPERF_FIELD(frame_owner_shim), 0,
        [](const PythonVersion& v) {
+         if (v.AtLeast(3, 14)) return Value("FRAME_OWNED_BY_INTERPRETER");
          return v.AtLeast(3, 12) ? Value("FRAME_OWNED_BY_CSTACK") : Absent();
        }},
+      // 0 means "no tag": the BPF program masks unconditionally.
+      {PYPERF_FIELD(stackref_tag_bits), 0,
+       [](const PythonVersion& v) { return v.AtLeast(3, 14) ? Value("Py_TAG_BITS") : Value(0); }},
       {PYPERF_FIELD(tstate_frame), 8,
        [](const PythonVersion& v) {
          if (v.AtLeast(3, 13)) return OffsetOf("PyThreadState", "current_frame");
@@ -177,20 +187,45 @@ const std::vector<FieldSpec>& Fields() {
 
 #undef PYPERF_FIELD
 
-// Layout facts PyPerfBPFProgram.c hardcodes (read_py_string), checked on 3.x.
+// Layout facts PyPerfBPFProgram.c hardcodes or relies on, checked from the
+// version `since` on (read_py_string's unicode state bits on every 3.x).
 struct BpfAssumption {
   const char* name;
   const char* expr;
   long expected;
+  PythonVersion since;
 };
 const std::vector<BpfAssumption>& BpfAssumptions() {
   static const std::vector<BpfAssumption> facts = {
-      {"unicode_compact_bit", "StateBit(0)", 5},
-      {"unicode_ascii_bit", "StateBit(1)", 6},
+      {"unicode_compact_bit", "StateBit(0)", 5, {3, 0, 0}},
+      {"unicode_ascii_bit", "StateBit(1)", 6, {3, 0, 0}},
       {"compact_utf8_after_ascii",
-       "(long)offsetof(PyCompactUnicodeObject, utf8) - (long)sizeof(PyASCIIObject)", 8},
+       "(long)offsetof(PyCompactUnicodeObject, utf8) - (long)sizeof(PyASCIIObject)",
+       8,
+       {3, 0, 0}},
+      // walk_python_stack skips owners >= frame_owner_shim: every Python
+      // call's owner must lie below it, every shim's at or above it.
+      {"python_owners_below_shim",
+       "FRAME_OWNED_BY_THREAD < FRAME_OWNED_BY_CSTACK && "
+       "FRAME_OWNED_BY_GENERATOR < FRAME_OWNED_BY_CSTACK && "
+       "FRAME_OWNED_BY_FRAME_OBJECT < FRAME_OWNED_BY_CSTACK",
+       1,
+       {3, 12, 0}},
+      {"python_owners_below_interpreter_shim",
+       "FRAME_OWNED_BY_THREAD < FRAME_OWNED_BY_INTERPRETER && "
+       "FRAME_OWNED_BY_GENERATOR < FRAME_OWNED_BY_INTERPRETER && "
+       "FRAME_OWNED_BY_FRAME_OBJECT < FRAME_OWNED_BY_INTERPRETER && "
+       "FRAME_OWNED_BY_CSTACK > FRAME_OWNED_BY_INTERPRETER",
+       1,
+       {3, 14, 0}},
+      // A _PyStackRef is one pointer-sized word, so masking the tag bits of
+      // the word read at f_executable / localsplus gives the object.
+      {"stackref_is_one_word", "sizeof(_PyStackRef) == sizeof(void *)", 1, {3, 14, 0}},
   };
   return facts;
+}
+bool Applies(const BpfAssumption& fact, const PythonVersion& v) {
+  return v.AtLeast(fact.since.major, fact.since.minor);
 }
 
 // Bit index of PyASCIIObject.state.compact (0) or .ascii (1) in the state word.
@@ -208,6 +243,9 @@ static long StateBit(int which) {
 // Internal headers holding the structs we need (PyInterpreterState moved
 // there in 3.8; _PyRuntimeState is internal from its start in 3.7).
 std::vector<const char*> InternalHeaders(const PythonVersion& v) {
+  if (v.AtLeast(3, 14))
+    return {"internal/pycore_frame.h", "internal/pycore_interp.h", "internal/pycore_runtime.h",
+            "internal/pycore_stackref.h"};
   if (v.AtLeast(3, 11))
     return {"internal/pycore_frame.h", "internal/pycore_interp.h", "internal/pycore_runtime.h"};
   if (v.AtLeast(3, 9)) return {"internal/pycore_interp.h", "internal/pycore_runtime.h"};
@@ -247,9 +285,8 @@ std::string ProbeSource(const PythonVersion& v) {
         break;
     }
   }
-  if (Py3(v)) {
-    for (const BpfAssumption& fact : BpfAssumptions())
-      emit(std::string("bpf.") + fact.name, fact.expr, "-1");
+  for (const BpfAssumption& fact : BpfAssumptions()) {
+    if (Applies(fact, v)) emit(std::string("bpf.") + fact.name, fact.expr, "-1");
   }
   src << "  return 0;\n}\n";
   return src.str();
@@ -261,49 +298,12 @@ struct ProbedValue {
 };
 using ProbeOutput = std::map<std::string, ProbedValue>;
 
-struct InterpreterInfo {
-  PythonVersion version;
-  std::string include_dir;
-};
-
-// Asks the interpreter for its exact version and header directory (the
-// script runs on 2.7 too).
-Result<InterpreterInfo> QueryInterpreter(const std::string& python) {
-  const char* script =
-      "import sys, sysconfig\n"
-      "sys.stdout.write('%d %d %d\\n' % tuple(sys.version_info[:3]))\n"
-      "sys.stdout.write(sysconfig.get_config_var('INCLUDEPY') + '\\n')\n";
-  auto run = RunCommand({python, "-c", script});
-  if (run.exit_code != 0)
-    return Status::Error(python + " exited with " + std::to_string(run.exit_code) + ": " + run.err);
-  InterpreterInfo info;
-  std::istringstream in(run.out);
-  if (!(in >> info.version.major >> info.version.minor >> info.version.micro) ||
-      !(in >> info.include_dir))
-    return Status::Error("unexpected version output from " + python + ": " + run.out);
-  return info;
-}
-
 // Compiles the probe against the interpreter's headers with the system cc and runs it.
-Result<ProbeOutput> RunProbe(const InterpreterInfo& info) {
-  TempDir dir;
-  std::string source = dir.File("probe.c"), binary = dir.File("probe");
-  if (FILE* f = std::fopen(source.c_str(), "w")) {
-    std::string text = ProbeSource(info.version);
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fclose(f);
-  } else {
-    return Status::Error("cannot write " + source);
-  }
-  auto compile = RunCommand({"cc", "-I" + info.include_dir, source, "-o", binary});
-  if (compile.exit_code != 0)
-    return Status::Error("probe for " + info.version.ToString() + " did not compile against " +
-                         info.include_dir + ":\n" + compile.err + "\n" + ProbeSource(info.version));
-  auto run = RunCommand({binary});
-  if (run.exit_code != 0)
-    return Status::Error("probe exited with " + std::to_string(run.exit_code));
+Result<ProbeOutput> RunProbe(const InterpreterHeaders& info) {
+  auto run = pyperf_test::CompileAndRunProbe(info, ProbeSource(info.version));
+  if (!run.ok()) return run.status();
   ProbeOutput out;
-  std::istringstream lines(run.out);
+  std::istringstream lines(*run);
   std::string name;
   ProbedValue value;
   while (lines >> name >> value.value >> value.width) out[name] = value;
@@ -312,9 +312,10 @@ Result<ProbeOutput> RunProbe(const InterpreterInfo& info) {
 
 // Runs the probe for `python` and compares every field with FindOffsets' table.
 // `expected_minor` ("3.11") guards against a mislabelled install.
-void CheckInterpreterAgainstItsHeaders(const std::string& python,
-                                       const std::string& expected_minor) {
-  auto info = QueryInterpreter(python);
+// With `root`, `python` is an interpreter inside that Debian root.
+void CheckInterpreterAgainstItsHeaders(const std::string& python, const std::string& expected_minor,
+                                       const pyperf_test::PythonRoot* root = nullptr) {
+  auto info = pyperf_test::QueryInterpreterHeaders(python, root);
   ASSERT_TRUE(info.ok()) << info.error();
   const PythonVersion& v = info->version;
   ASSERT_EQ(std::to_string(v.major) + "." + std::to_string(v.minor), expected_minor)
@@ -352,13 +353,12 @@ void CheckInterpreterAgainstItsHeaders(const std::string& python,
           << field.name << " in " << v.ToString() << " is not the size the BPF program reads";
     }
   }
-  if (Py3(v)) {
-    for (const BpfAssumption& fact : BpfAssumptions()) {
-      auto it = probed->find(std::string("bpf.") + fact.name);
-      ASSERT_NE(it, probed->end()) << fact.name;
-      EXPECT_EQ(it->second.value, fact.expected)
-          << fact.name << " in " << v.ToString() << " differs from what PyPerfBPFProgram.c assumes";
-    }
+  for (const BpfAssumption& fact : BpfAssumptions()) {
+    if (!Applies(fact, v)) continue;
+    auto it = probed->find(std::string("bpf.") + fact.name);
+    ASSERT_NE(it, probed->end()) << fact.name;
+    EXPECT_EQ(it->second.value, fact.expected)
+        << fact.name << " in " << v.ToString() << " differs from what PyPerfBPFProgram.c assumes";
   }
 }
 
@@ -392,16 +392,33 @@ TEST(PyOffsetsSystemPython, Debian311MatchesTable) {
   CheckInterpreterAgainstItsHeaders(python, "3.11");
 }
 
+// Newer CPythons from Debian's trixie (3.13.x) and sid (3.14), in roots
+// scripts/python-roots.sh builds (here, on first use) with their -dev headers.
+class PyOffsetsDebianRoot : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyOffsetsDebianRoot, TableMatchesInterpreterHeaders) {
+  std::string why;
+  auto root = pyperf_test::EnsurePythonRoot(GetParam(), &why);
+  if (!root) PYPERF_SKIP_OR_FAIL("no Debian " + GetParam() + " root: " + why);
+  CheckInterpreterAgainstItsHeaders(root->python, root->minor, &*root);
+}
+
+INSTANTIATE_TEST_SUITE_P(Roots, PyOffsetsDebianRoot, ::testing::Values("trixie", "sid"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
 TEST(PyOffsetsLookup, UnknownVersionsHaveNoTable) {
   for (PythonVersion v : {PythonVersion{3, 99, 0}, PythonVersion{2, 6, 9}, PythonVersion{3, 5, 10},
-                          PythonVersion{3, 14, 0}, PythonVersion{4, 0, 0}, PythonVersion{}}) {
+                          PythonVersion{3, 15, 0}, PythonVersion{4, 0, 0}, PythonVersion{}}) {
     EXPECT_EQ(FindOffsets(v), nullptr) << v.ToString();
     EXPECT_EQ(OffsetsLayoutName(v), "") << v.ToString();
   }
 }
 
 TEST(PyOffsetsLookup, EveryMicroOfAMinorUsesThatMinorsTable) {
-  for (const char* minor : {"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"}) {
+  for (const char* minor :
+       {"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"}) {
     PythonVersion first;
     ASSERT_EQ(std::sscanf(minor, "%d.%d", &first.major, &first.minor), 2);
     PythonVersion later = first;

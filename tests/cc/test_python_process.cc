@@ -1,5 +1,6 @@
 // Tests for PythonProcess: real interpreters (pyenv 2.7 to 3.13 with a shared
-// libpython, Debian's static, stripped, non-PIE python3.11) run a sleep loop;
+// libpython, Debian's static, stripped, non-PIE python3.11, trixie's 3.13 in a
+// chroot) run a sleep loop;
 // the detected version, module and symbol addresses are checked against what
 // the interpreter prints and against its live memory (process_vm_readv).
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "PythonProcess.h"
 #include "elf_file.h"
 #include "proc_maps.h"
+#include "support/python_roots.h"
 #include "support/test_support.h"
 
 namespace pyperf {
@@ -324,6 +326,31 @@ TEST(InspectPythonProcess, ReadsLibpythonInAnotherMountNamespace) {
   ASSERT_TRUE(info.ok()) << info.error();
   EXPECT_EQ(info->module.path, lib);
   EXPECT_EQ(info->module.host_path, "/proc/" + std::to_string(child.pid()) + "/root" + lib);
+  EXPECT_EQ(info->version, reported->version);
+  ASSERT_TRUE(info->symbols.py_runtime.has_value());
+}
+
+// A chrooted process (Debian trixie's 3.13 in its root, as a container): maps
+// names its files with the chroot directory in front; the module is named as
+// the process sees it and opened through /proc/PID/root.
+TEST(InspectPythonProcess, NamesTheModuleAsAChrootedProcessSeesIt) {
+  std::string why;
+  auto root = pyperf_test::EnsurePythonRoot("trixie", &why);
+  if (!root) PYPERF_SKIP_OR_FAIL("no Debian trixie root: " + why);
+  pyperf_test::RootTempDir dir(*root);
+  std::string script = dir.Copy(pyperf_test::WorkloadPath("proc_sleep_loop.py"), "sleep.py");
+  ChildProcess container(pyperf_test::ContainerArgv(*root, {root->python, script}));
+  auto reported = StartWorkload(container);
+  ASSERT_TRUE(reported) << container.Stderr();
+  auto children = pyperf_test::ChildPids(container.pid());
+  ASSERT_EQ(children.size(), 1u);
+  pid_t pid = children[0];
+
+  auto info = InspectPythonProcess(pid);
+  ASSERT_TRUE(info.ok()) << info.error();
+  EXPECT_EQ(info->module.path, root->python);
+  EXPECT_TRUE(info->module.is_main_executable);
+  EXPECT_EQ(info->module.host_path, "/proc/" + std::to_string(pid) + "/root" + root->python);
   EXPECT_EQ(info->version, reported->version);
   ASSERT_TRUE(info->symbols.py_runtime.has_value());
 }

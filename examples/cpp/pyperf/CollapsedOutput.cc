@@ -132,6 +132,15 @@ Result<std::string> CollapsedOutput::RenameTransient(int64_t centis) {
 }
 
 Result<CollapsedOutput::DumpInfo> CollapsedOutput::Dump(Clock::time_point now) {
+  return DumpInterval(now, /*reopen=*/true);
+}
+
+Result<CollapsedOutput::DumpInfo> CollapsedOutput::FinalDump(Clock::time_point now) {
+  return DumpInterval(now, /*reopen=*/false);
+}
+
+Result<CollapsedOutput::DumpInfo> CollapsedOutput::DumpInterval(Clock::time_point now,
+                                                                bool reopen) {
   DumpInfo info;
   if (path_.empty()) {
     if (stream_ == nullptr) return Status::Error("no output path and no output stream");
@@ -175,6 +184,7 @@ Result<CollapsedOutput::DumpInfo> CollapsedOutput::Dump(Clock::time_point now) {
   // Delivered: these samples belong to that file and to no later one.
   Clear();
   interval_start_ = now;
+  if (!reopen) return info;
   Status reopened = OpenTransient();
   if (!reopened.ok()) {
     return Status::Error("wrote " + info.file + ", but " + reopened.message() +

@@ -63,6 +63,10 @@ class CollapsedOutput {
   // not be created, the error says so (the samples are in the delivered
   // file), and the next Dump tries to create PATH again.
   Result<DumpInfo> Dump(Clock::time_point now = Clock::now());
+  // The last dump before exit: as Dump, but no fresh PATH is left behind, so
+  // a caller that runs PyPerf again on the same PATH (gProfiler's start-up
+  // check, then the real run) waits for the new process's file.
+  Result<DumpInfo> FinalDump(Clock::time_point now = Clock::now());
 
   uint64_t pending_samples() const { return pending_samples_; }
   size_t pending_stacks() const { return counts_.size(); }
@@ -78,6 +82,7 @@ class CollapsedOutput {
   using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
   Status OpenTransient();
+  Result<DumpInfo> DumpInterval(Clock::time_point now, bool reopen);
   // Writes the aggregated lines to `out`; false (errno set) on a write error.
   bool WriteLines(std::FILE* out, DumpInfo* info) const;
   // Renames PATH to the first free name stamped at or after `centis`

@@ -4,12 +4,17 @@
 // tests/cc/test_py_offsets.cc, which fails if any value here drifts.
 //
 // Verified against: 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13,
-// 3.11.2 (Debian) and 3.11.7 (identical), 3.12.1, 3.13.0. Within a minor the
-// fields used here have not moved in any final release (public structs are
-// ABI-frozen; the internal ones we read sit before anything patch releases
-// touched, e.g. 3.7.4 grew _PyRuntimeState only after `interpreters`), so a
-// table covers its whole minor. A patch release that moves a field gets its
-// own table and a micro range in kLayouts.
+// 3.11.2 (Debian) and 3.11.7 (identical), 3.12.1, 3.13.0 and 3.13.5
+// (Debian trixie), 3.14.10 (Debian sid). Within a minor the fields used here
+// have not moved in any final release (public structs are ABI-frozen; the
+// internal ones we read sit before anything patch releases touched, e.g.
+// 3.7.4 grew _PyRuntimeState only after `interpreters`), so a table covers its
+// whole minor. A patch release that moves a field gets its own table and a
+// micro range in kLayouts.
+//
+// From 3.13 on a running interpreter publishes most of these offsets itself
+// (_Py_DebugOffsets at the start of _PyRuntime); PyDebugOffsets.cc reads them
+// and keeps from these tables only what they do not cover.
 #include "PyOffsets.h"
 
 #include <climits>
@@ -43,7 +48,8 @@ constexpr pyperf_offsets kPython27 = [] {
   o.frame_lasti = 120;
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 16;
   o.cframe_current_frame = -1;
   o.tstate_next = 0;  // 2.7 has no `prev`: next comes first
@@ -82,7 +88,8 @@ constexpr pyperf_offsets kPython36 = [] {
   o.frame_lasti = 120;
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 24;
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -121,7 +128,8 @@ constexpr pyperf_offsets kPython37 = [] {
   o.frame_lasti = 104;
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 24;
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -160,7 +168,8 @@ constexpr pyperf_offsets kPython38 = [] {
   o.frame_lasti = 104;
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 24;
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -200,7 +209,8 @@ constexpr pyperf_offsets kPython39 = [] {
   o.frame_lasti = 104;
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 24;
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -239,7 +249,8 @@ constexpr pyperf_offsets kPython310 = [] {
   o.frame_lasti = 96;  // counts code units from 3.10 on, bytes before
   o.frame_prev_instr = -1;
   o.frame_owner = -1;
-  o.frame_owned_by_cstack = -1;
+  o.frame_owner_shim = -1;
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 24;
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -278,8 +289,9 @@ constexpr pyperf_offsets kPython311 = [] {
   o.frame_lasti = -1;
   o.frame_prev_instr = 56;
   o.frame_owner = 69;
-  o.frame_owned_by_cstack = -1;  // no shim frames yet: entry frames are real code
-  o.tstate_frame = 56;           // ->cframe
+  o.frame_owner_shim = -1;  // no shim frames yet: entry frames are real code
+  o.stackref_tag_bits = 0;
+  o.tstate_frame = 56;  // ->cframe
   o.cframe_current_frame = 8;
   o.tstate_next = 8;
   o.tstate_thread_id = 152;
@@ -317,7 +329,8 @@ constexpr pyperf_offsets kPython312 = [] {
   o.frame_lasti = -1;
   o.frame_prev_instr = 56;
   o.frame_owner = 70;
-  o.frame_owned_by_cstack = 3;
+  o.frame_owner_shim = 3;  // FRAME_OWNED_BY_CSTACK
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 56;  // ->cframe
   o.cframe_current_frame = 0;
   o.tstate_next = 8;
@@ -356,7 +369,8 @@ constexpr pyperf_offsets kPython313 = [] {
   o.frame_lasti = -1;
   o.frame_prev_instr = 56;  // instr_ptr
   o.frame_owner = 70;
-  o.frame_owned_by_cstack = 3;
+  o.frame_owner_shim = 3;  // FRAME_OWNED_BY_CSTACK
+  o.stackref_tag_bits = 0;
   o.tstate_frame = 72;  // ->current_frame, no _PyCFrame any more
   o.cframe_current_frame = -1;
   o.tstate_next = 8;
@@ -366,6 +380,49 @@ constexpr pyperf_offsets kPython313 = [] {
   o.interp_next = 7264;
   o.runtime_interp_main = 640;  // after _Py_DebugOffsets at the start of _PyRuntime
   o.runtime_interp_head = 632;
+  return o;
+}();
+
+// 3.14: f_executable and localsplus hold _PyStackRef (tag bits in the low two
+// bits), interpreter entry frames get their own owner value below the C-stack
+// one, tuples grew a cached hash before ob_item.
+constexpr pyperf_offsets kPython314 = [] {
+  pyperf_offsets o{};
+  o.frame_kind = PYPERF_FRAME_INTERPRETER;
+  o.string_kind = PYPERF_STRING_UNICODE;
+  o.object_type = 8;
+  o.type_name = 24;
+  o.tuple_items = 32;  // tuples cache their hash (ob_hash) from 3.14
+  o.var_object_size = 16;
+  o.string_data = 40;
+  o.unicode_state = 32;
+  o.unicode_length = 16;
+  o.compact_unicode_data = 56;
+  o.code_filename = 112;
+  o.code_name = 120;
+  o.code_firstlineno = 68;
+  o.code_argcount = 52;
+  o.code_varnames = 96;    // co_localsplusnames
+  o.code_linetable = 136;  // co_linetable
+  o.code_code_adaptive = 208;
+  o.code_code = -1;
+  o.frame_back = 8;
+  o.frame_code = 0;  // f_executable, a _PyStackRef
+  o.frame_localsplus = 80;
+  o.frame_lasti = -1;
+  o.frame_prev_instr = 56;  // instr_ptr
+  o.frame_owner = 74;
+  o.frame_owner_shim = 3;  // FRAME_OWNED_BY_INTERPRETER; FRAME_OWNED_BY_CSTACK is 4
+  o.stackref_tag_bits = 3;
+  o.tstate_frame = 72;  // ->current_frame
+  o.cframe_current_frame = -1;
+  o.tstate_next = 8;
+  o.tstate_thread_id = 152;
+  o.tstate_native_thread_id = 160;
+  o.interp_tstate_head = 7344;  // threads.head
+  o.interp_next = 7272;
+  o.runtime_interp_main = 816;
+  o.runtime_interp_head = 808;
   return o;
 }();
 
@@ -385,7 +442,7 @@ constexpr Layout kLayouts[] = {
     {"3.7", 3, 7, 0, kAnyMicro, &kPython37},    {"3.8", 3, 8, 0, kAnyMicro, &kPython38},
     {"3.9", 3, 9, 0, kAnyMicro, &kPython39},    {"3.10", 3, 10, 0, kAnyMicro, &kPython310},
     {"3.11", 3, 11, 0, kAnyMicro, &kPython311}, {"3.12", 3, 12, 0, kAnyMicro, &kPython312},
-    {"3.13", 3, 13, 0, kAnyMicro, &kPython313},
+    {"3.13", 3, 13, 0, kAnyMicro, &kPython313}, {"3.14", 3, 14, 0, kAnyMicro, &kPython314},
 };
 
 const Layout* FindLayout(const PythonVersion& v) {

@@ -10,7 +10,8 @@
  *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
  *                     itself up to MAX_FRAMES, then submits the event.
  * Kernel structures are read only at offsets computed from BTF (FS_OFFSET,
- * STACK_OFFSET); Python structures at offsets from PyOffsets.cc.
+ * STACK_OFFSET); Python structures at offsets from PyOffsets.cc (3.13+: from
+ * the interpreter's own _Py_DebugOffsets where it covers them, PyDebugOffsets.cc).
  *
  * Compile-time parameters (-D): FS_OFFSET, STACK_OFFSET, THREAD_SIZE,
  * NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK, SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES,
@@ -107,7 +108,7 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
   u64 first = read_ptr(names + o->tuple_items);
   char arg[5] = {};
   read_py_string(o, first, arg, sizeof(arg));
-  u64 arg0 = read_ptr(frame + o->frame_localsplus);
+  u64 arg0 = read_ptr(frame + o->frame_localsplus) & ~(u64)o->stackref_tag_bits;
   if (arg0 == 0) return;
   u64 type = 0;
   if (arg[0] == 's' && arg[1] == 'e' && arg[2] == 'l' && arg[3] == 'f' && arg[4] == 0) {
@@ -167,7 +168,9 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->truncated = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
-  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, 0);
+  /* A colliding stack replaces the old one: ids are read within a round, and
+   * the map then never needs clearing. */
+  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, BPF_F_REUSE_STACKID);
 
   u64 task = bpf_get_current_task();
   state->task = task;
@@ -308,13 +311,13 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     if (frame == 0) break;
     u32 n = event->frame_count;
     if (n >= MAX_FRAMES) break;
-    u64 code = read_ptr(frame + o->frame_code);
+    u64 code = read_ptr(frame + o->frame_code) & ~(u64)o->stackref_tag_bits;
     int skip = 0;
     if (o->frame_owner >= 0) {
       u8 owner = 0;
       bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
-      /* Shim frames CPython pushes for calls from C carry no Python code. */
-      if (o->frame_owned_by_cstack >= 0 && owner == o->frame_owned_by_cstack) skip = 1;
+      /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python code. */
+      if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) skip = 1;
     }
     if (!skip && code && state->proc.code_type &&
         read_ptr(code + o->object_type) != state->proc.code_type)

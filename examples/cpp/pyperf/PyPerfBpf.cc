@@ -144,6 +144,4 @@ std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {
   return table.get_stack_addr(stack_id);
 }
 
-void PyPerfBpf::ClearKernelStacks() { bpf_->get_stack_table("kernel_stacks").clear_table_non_atomic(); }
-
 }  // namespace pyperf

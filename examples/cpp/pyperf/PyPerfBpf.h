@@ -62,7 +62,6 @@ class PyPerfBpf {
   size_t CountSymbols();
   // Kernel return addresses of a stack id, innermost first.
   std::vector<uint64_t> KernelStack(int32_t stack_id);
-  void ClearKernelStacks();
 
  private:
   explicit PyPerfBpf(const BpfConfig& config) : config_(config) {}

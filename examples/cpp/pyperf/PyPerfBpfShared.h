@@ -65,7 +65,10 @@ struct pyperf_offsets {
   pp_s64 frame_lasti;      /* PyFrameObject.f_lasti (int, <= 3.10) */
   pp_s64 frame_prev_instr; /* _PyInterpreterFrame.prev_instr (3.11, 3.12) / instr_ptr (3.13+) */
   pp_s64 frame_owner;      /* _PyInterpreterFrame.owner (char, 3.11+) */
-  pp_s64 frame_owned_by_cstack; /* owner value of C-stack shim frames (3.12+: 3), else -1 */
+  pp_s64 frame_owner_shim; /* owners >= this are shims, not Python calls: FRAME_OWNED_BY_CSTACK
+                              (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER (3.14+); else -1 */
+  pp_s64 stackref_tag_bits; /* Py_TAG_BITS of the _PyStackRef in f_executable and localsplus
+                               (3.14+), cleared before use as a pointer; else 0 */
 
   /* PyThreadState / PyInterpreterState / _PyRuntimeState */
   pp_s64 tstate_frame;        /* tstate->frame (<= 3.10), ->cframe (3.11, 3.12), ->current_frame (3.13+) */

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 
+#include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "btf_offsets.h"
 #include "proc_maps.h"
@@ -63,6 +64,14 @@ Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& op
 }
 
 Status PyPerfProfiler::Init() {
+  // The output file first: gProfiler takes its appearance as "ready for
+  // SIGUSR2" and waits only 10 s for it, while compiling and loading BPF can
+  // take seconds on a busy host. A SIGUSR2 before sampling starts is kept
+  // and served by the first round.
+  output_ = std::make_unique<CollapsedOutput>(options_.output_path);
+  Status started = output_->Start();
+  if (!started.ok()) return started;
+
   BpfConfig config;
   if (options_.fs_offset && options_.stack_offset) {
     config.fs_offset = *options_.fs_offset;
@@ -93,6 +102,21 @@ Status PyPerfProfiler::Init() {
       [raw_bpf](int32_t id) { return raw_bpf->LookupSymbol(id); },
       options_.line_numbers == LineNumberMode::kCurrent);
 
+  if (options_.user_stacks_pages > 0) {
+    NativeUnwinderOptions native;
+    // The interpreter's eval loop is the outermost native frame printed: what
+    // lies below it belongs to the Python frames already shown.
+    native.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"};
+    native.cache_enabled = options_.native_cache;
+    native.insert_dso_name = options_.insert_dso_name;
+    native.name_cache_limits.max_entries = options_.native_cache_entries;
+    native.name_cache_limits.max_bytes = options_.native_cache_bytes;
+    native.name_cache_limits.max_age_rounds = options_.native_cache_max_age;
+    native.module_cache_limits.max_age_rounds = options_.native_cache_max_age;
+    native.process_max_age_rounds = options_.native_cache_max_age;
+    native_ = std::make_unique<NativeUnwinder>(native);
+  }
+
   auto ksyms = KernelSymbols::Load();
   if (ksyms.ok()) {
     kernel_symbols_ = std::move(*ksyms);
@@ -104,7 +128,6 @@ Status PyPerfProfiler::Init() {
   Status st = bpf_->OpenEvents([this](const pyperf_event& e, size_t size) { OnEvent(e, size); },
                                [this](uint64_t lost) { counters_.lost += lost; });
   if (!st.ok()) return st;
-  output_ = std::make_unique<CollapsedOutput>(options_.output_path);
   return Status::Ok();
 }
 
@@ -113,11 +136,13 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
     rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
     Log(0, "not profiling pid " + std::to_string(info.pid) + ": " + why);
   };
-  const pyperf_offsets* offsets = FindOffsets(info.version);
-  if (!offsets) {
-    reject("CPython " + info.version.ToString() + " is not supported");
+  // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
+  auto resolved = OffsetsForProcess(info);
+  if (!resolved.ok()) {
+    reject(resolved.error());
     return;
   }
+  const pyperf_offsets* offsets = resolved->offsets;
   pyperf_proc_info proc = {};
   if (info.version.AtLeast(3, 7)) {
     if (!info.symbols.py_runtime || offsets->runtime_interp_main < 0) {
@@ -159,7 +184,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   }
   tracked_[info.pid] = Tracked{info.start_time, proc.layout, info.version};
   Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
-             ", " + info.module.path + ")");
+             ", " + info.module.path + ", offsets: " + resolved->source + ")");
 }
 
 void PyPerfProfiler::UpdateProcesses() {
@@ -182,6 +207,7 @@ void PyPerfProfiler::UpdateProcesses() {
       // The pid now names another process: forget everything about the old one.
       bpf_->RemoveProcess(pid);
       python_->ForgetProcess(pid);
+      if (native_) native_->ForgetProcess(pid);
       tracked_.erase(it);
     }
     // exec keeps the pid and start time: a rejection holds for one executable.
@@ -202,6 +228,7 @@ void PyPerfProfiler::UpdateProcesses() {
     }
     bpf_->RemoveProcess(it->first);
     python_->ForgetProcess(it->first);
+    if (native_) native_->ForgetProcess(it->first);
     Log(1, "pid " + std::to_string(it->first) + " exited");
     it = tracked_.erase(it);
   }
@@ -231,7 +258,46 @@ void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
   }
 }
 
-void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t /*size*/) {
+void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size,
+                                        std::string* stack) {
+  if (!native_) return;
+  NativeSnapshot snapshot;
+  snapshot.pid = static_cast<pid_t>(event.pid);
+  snapshot.ip = event.ip;
+  snapshot.sp = event.sp;
+  snapshot.bp = event.bp;
+  // BPF copies from just below sp (the red zone); the unwinder wants the
+  // bytes from sp on.
+  size_t copied = size - offsetof(pyperf_event, user_stack);
+  if (copied > event.user_stack_len) copied = event.user_stack_len;
+  if (event.user_stack_start <= event.sp && event.sp - event.user_stack_start < copied) {
+    size_t skip = event.sp - event.user_stack_start;
+    snapshot.stack = event.user_stack + skip;
+    snapshot.stack_len = copied - skip;
+  }
+  NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
+  if (result.error) ++counters_.native_stack_errors;
+  for (auto it = native_frames_.rbegin(); it != native_frames_.rend(); ++it) {
+    stack->append(it->name);
+    stack->append("_[pn];");
+  }
+}
+
+void PyPerfProfiler::LogNativeRound() {
+  NativeUnwinderStats st = native_->stats();
+  char buf[320];
+  snprintf(buf, sizeof(buf),
+           "round %llu: native unwinds %llu, frames %llu, errors %llu; name cache hits %llu, "
+           "misses %llu, entries %zu, bytes %zu, evictions %llu; modules %zu; processes %zu",
+           (unsigned long long)st.rounds, (unsigned long long)st.unwinds,
+           (unsigned long long)st.frames, (unsigned long long)st.errors,
+           (unsigned long long)st.names.hits, (unsigned long long)st.names.misses,
+           st.names.entries, st.names.bytes, (unsigned long long)st.names.evictions,
+           st.modules.entries, st.processes);
+  Log(3, buf);
+}
+
+void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   auto it = tracked_.find(static_cast<pid_t>(event.pid));
   if (it == tracked_.end()) return;  // dropped since the event was sent
   std::string& s = scratch_;
@@ -248,14 +314,15 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t /*size*/) {
     ++counters_.sample_errors;
   }
   python_->AppendFrames(event, it->second.version, &s, &counters_.symbol_errors);
+  AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
   if (!s.empty() && s.back() == ';') s.pop_back();
   output_->Add(s);
   ++counters_.samples;
 }
 
-Status PyPerfProfiler::Dump() {
-  auto info = output_->Dump();
+Status PyPerfProfiler::Dump(bool final_dump) {
+  auto info = final_dump ? output_->FinalDump() : output_->Dump();
   if (!info.ok()) return info.status();
   char line[512];
   snprintf(line, sizeof(line),
@@ -268,23 +335,33 @@ Status PyPerfProfiler::Dump() {
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors, tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
-  fprintf(stderr, "PyPerf: %s\n", line);
+  std::string native_line;
+  if (native_) {
+    NativeUnwinderStats now = native_->stats();
+    const CacheStats& n = now.names;
+    const CacheStats& last = native_at_last_dump_.names;
+    uint64_t hits = n.hits - last.hits, misses = n.misses - last.misses;
+    char buf[320];
+    snprintf(buf, sizeof(buf),
+             ", native cache: %s, hits: %llu, misses: %llu, hit rate: %.4f, entries: %zu, "
+             "bytes: %zu, evictions: %llu",
+             native_->cache_enabled() ? "on" : "off", (unsigned long long)hits,
+             (unsigned long long)misses,
+             hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0,
+             n.entries, n.bytes, (unsigned long long)(n.evictions - last.evictions));
+    native_line = buf;
+    native_at_last_dump_ = now;
+  }
+  fprintf(stderr, "PyPerf: %s%s\n", line, native_line.c_str());
   total_samples_ += info->samples;
   counters_ = IntervalCounters{};
-  // Every event naming a kernel stack id so far has been processed.
-  bpf_->ClearKernelStacks();
   return Status::Ok();
 }
 
 int PyPerfProfiler::Run() {
   using Clock = std::chrono::steady_clock;
-  Status st = output_->Start();
-  if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
-    return 1;
-  }
   UpdateProcesses();
-  st = bpf_->Attach();
+  Status st = bpf_->Attach();
   if (!st.ok()) {
     fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
     return 1;
@@ -301,6 +378,10 @@ int PyPerfProfiler::Run() {
     int polled = bpf_->Poll(kPollTimeoutMs);
     if (polled < 0 && errno != EINTR) Log(1, "perf buffer poll failed");
     python_->EndRound();
+    if (native_) {
+      native_->cache_eviction();  // exactly once per sampling round
+      if (options_.verbosity >= 3) LogNativeRound();
+    }
     if (g_dump_requested.exchange(false)) {
       st = Dump();
       if (!st.ok()) Log(0, "dump failed: " + st.message());
@@ -314,7 +395,7 @@ int PyPerfProfiler::Run() {
   }
   bpf_->Detach();
   bpf_->Poll(0);  // what was already in the buffers belongs to this run
-  st = Dump();
+  st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
     fprintf(stderr, "PyPerf: error: final dump failed: %s\n", st.message().c_str());
     exit_code = 1;

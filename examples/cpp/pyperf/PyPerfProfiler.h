@@ -21,6 +21,7 @@
 #include "PythonProcess.h"
 #include "PythonStackDecoder.h"
 #include "kallsyms.h"
+#include "native_unwinder.h"
 #include "status.h"
 
 namespace pyperf {
@@ -56,7 +57,9 @@ class PyPerfProfiler {
   void TrackProcess(const PythonProcessInfo& info);
   void OnEvent(const pyperf_event& event, size_t size);
   void AppendKernelFrames(int32_t stack_id, std::string* stack);
-  Status Dump();
+  void AppendNativeFrames(const pyperf_event& event, size_t size, std::string* stack);
+  Status Dump(bool final_dump = false);
+  void LogNativeRound();
   void Log(int level, const std::string& message) const;
 
   Options options_;
@@ -64,6 +67,9 @@ class PyPerfProfiler {
   std::unique_ptr<CollapsedOutput> output_;
   PythonProcessInspector inspector_;
   std::unique_ptr<PythonStackDecoder> python_;
+  std::unique_ptr<NativeUnwinder> native_;  // null with --user-stacks-pages 0
+  std::vector<NativeFrame> native_frames_;   // reused: no allocation per sample
+  NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
   bool kernel_symbols_loaded_ = false;
 

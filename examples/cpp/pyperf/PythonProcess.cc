@@ -3,6 +3,7 @@
 #include "PythonProcess.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -218,6 +219,33 @@ Result<FileFacts> ReadFileFacts(const std::string& host_path) {
   return facts;
 }
 
+// The directory the process has as its root, as the host sees it: "/" for
+// most, the chroot directory for a chrooted process; "/" when unreadable.
+std::string ProcessRootDirectory(pid_t pid) {
+  char buf[4096];
+  std::string link = "/proc/" + std::to_string(pid) + "/root";
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return "/";
+  std::string root(buf, static_cast<size_t>(n));
+  // A root outside our own view reads as e.g. "/ (deleted)" or a relative
+  // path: nothing to strip then.
+  if (root.empty() || root[0] != '/' || root.find(" (deleted)") != std::string::npos) return "/";
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root;
+}
+
+// /proc/PID/maps names files relative to the reader's root, so a chrooted
+// process's files carry the chroot directory: strip it to get the path the
+// process itself uses. Files of a container's own mount namespace, which our
+// root cannot reach, are already shown as the process sees them.
+std::string PathInProcess(const std::string& maps_path, const std::string& process_root) {
+  if (process_root == "/" || maps_path.size() <= process_root.size() ||
+      maps_path.compare(0, process_root.size(), process_root) != 0 ||
+      maps_path[process_root.size()] != '/')
+    return maps_path;
+  return maps_path.substr(process_root.size());
+}
+
 std::optional<uint64_t> AddBias(const std::optional<ElfSymbol>& sym, uint64_t bias) {
   if (!sym) return std::nullopt;
   return bias + sym->value;
@@ -237,23 +265,49 @@ PythonProcessInspector::PythonProcessInspector(size_t max_cached_files)
 PythonProcessInspector::~PythonProcessInspector() = default;
 
 Result<std::shared_ptr<const FileFacts>> PythonProcessInspector::FactsFor(
-    pid_t pid, const MemoryMapping& mapping, std::string* host_path) {
-  std::string path = HostPathForMapping(pid, mapping);
+    pid_t pid, const MemoryMapping& mapping, const std::string& process_root,
+    std::string* host_path) {
+  // Where the mapped file may be opened from the host, best first: through
+  // the process's root with the path it sees (a container's own mount
+  // namespace), the path as /proc/PID/maps shows it to us (a chroot's files
+  // are reachable from our root), and the mapping itself (map_files: a
+  // deleted or replaced file; needs CAP_SYS_ADMIN). The first that leads to
+  // the mapped inode wins.
+  std::vector<std::string> paths;
+  if (!mapping.deleted) {
+    paths.push_back("/proc/" + std::to_string(pid) + "/root" +
+                    PathInProcess(mapping.path, process_root));
+    if (process_root != "/") paths.push_back(mapping.path);
+  }
+  paths.push_back(MapFilesPathForMapping(pid, mapping));
+  // overlayfs may show maps another inode than stat does: a path that exists
+  // but does not match is still better than nothing.
   struct stat st;
-  bool found = ::stat(path.c_str(), &st) == 0;
-  int stat_errno = errno;
-  if (!mapping.deleted && (!found || st.st_ino != mapping.inode)) {
-    // The path no longer leads to the mapped file (replaced in place, or a
-    // mount the root cannot reach): open the mapped file itself.
-    std::string mapped = MapFilesPathForMapping(pid, mapping);
-    if (::stat(mapped.c_str(), &st) == 0) {
-      path = mapped;
-      found = true;
+  std::string path, fallback;
+  struct stat fallback_st;
+  int stat_errno = ENOENT;
+  for (const std::string& candidate : paths) {
+    if (::stat(candidate.c_str(), &st) != 0) {
+      stat_errno = errno;
+      continue;
+    }
+    if (st.st_ino == mapping.inode) {
+      path = candidate;
+      break;
+    }
+    if (fallback.empty()) {
+      fallback = candidate;
+      fallback_st = st;
     }
   }
-  if (!found) {
-    bool needs_privilege = mapping.deleted && (stat_errno == EPERM || stat_errno == EACCES);
-    return Status::Error("cannot stat " + path + ": " + std::strerror(stat_errno) +
+  if (path.empty() && !fallback.empty()) {
+    path = fallback;
+    st = fallback_st;
+  }
+  if (path.empty()) {
+    bool needs_privilege = stat_errno == EPERM || stat_errno == EACCES;
+    return Status::Error("cannot open " + mapping.path + (mapping.deleted ? " (deleted)" : "") +
+                         " of pid " + std::to_string(pid) + ": " + std::strerror(stat_errno) +
                          (needs_privilege ? " (map_files needs CAP_SYS_ADMIN)" : ""));
   }
   *host_path = path;
@@ -301,6 +355,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
       }
     }
   }
+  std::string process_root = ProcessRootDirectory(pid);
   std::vector<const MemoryMapping*> candidates;
   auto add = [&](const MemoryMapping& m) {
     for (const MemoryMapping* c : candidates) {
@@ -323,7 +378,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   std::string read_errors;
   for (const MemoryMapping* candidate : candidates) {
     std::string host_path;
-    auto facts_or = FactsFor(pid, *candidate, &host_path);
+    auto facts_or = FactsFor(pid, *candidate, process_root, &host_path);
     if (!facts_or.ok()) {
       read_errors += (read_errors.empty() ? ": " : "; ") + facts_or.error();
       continue;
@@ -336,7 +391,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
     info.start_time = *start_time;
     PythonModule& module = info.module;
     module.host_path = host_path;
-    module.path = candidate->path;
+    module.path = PathInProcess(candidate->path, process_root);
     module.deleted = candidate->deleted;
     module.is_main_executable = main_exe && main_exe->same_file(*candidate);
     module.build_id = facts.build_id;

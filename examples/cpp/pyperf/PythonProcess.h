@@ -26,8 +26,9 @@ class ElfFile;
 
 // The file that holds the interpreter, as mapped into one process.
 struct PythonModule {
-  std::string host_path;  // open this from the host: /proc/PID/root/... or /proc/PID/map_files/...
-  std::string path;       // the path as the process sees it (in its mount namespace)
+  std::string host_path;  // open this from the host: /proc/PID/root/..., the chroot's path,
+                          // or /proc/PID/map_files/...
+  std::string path;       // the path as the process sees it (in its mount namespace and root)
   bool deleted = false;   // unlinked since it was mapped (opened through map_files)
   bool is_main_executable = false;  // interpreter linked into the executable
   uint64_t start = 0;               // lowest address the module is mapped at
@@ -104,6 +105,7 @@ class PythonProcessInspector {
   // Facts for the file mapped by `mapping`, from the cache or by reading it;
   // *host_path is set to the path it was (or would be) opened through.
   Result<std::shared_ptr<const FileFacts>> FactsFor(pid_t pid, const MemoryMapping& mapping,
+                                                    const std::string& process_root,
                                                     std::string* host_path);
 
   size_t max_cached_files_;

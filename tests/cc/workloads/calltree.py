@@ -23,8 +23,9 @@ class Worker(object):
             self.spin()
 
     def spin(self):
+        # Long enough that samples between two calls (in run) stay rare.
         x = 0
-        for i in range(10000):
+        for i in range(100000):
             x += i
         return x
 

@@ -1,0 +1,93 @@
+// PyDebugOffsets: the offsets a CPython 3.13+ interpreter publishes about its
+// own layout. _PyRuntime starts with a _Py_DebugOffsets: the cookie
+// "xdebugpy", PY_VERSION_HEX, a free-threading flag, then uint64 offsets and
+// sizes of the structs a profiler reads. PyPerf reads it from the live process
+// (process_vm_readv, read-only), checks it, and takes from it every
+// pyperf_offsets field it covers, keeping PyOffsets.cc's table only for the
+// rest, so a patch release that moves a covered field is still profiled right.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "PyPerfBpfShared.h"
+#include "PythonProcess.h"
+#include "PythonVersion.h"
+#include "status.h"
+
+namespace pyperf {
+
+// One _Py_DebugOffsets member PyPerf knows the place of.
+struct DebugOffsetsMember {
+  const char* path;  // member path as in the header, e.g. "thread_state.current_frame"
+  size_t position;   // byte offset inside _Py_DebugOffsets
+};
+
+// The members of the _Py_DebugOffsets of `v`'s minor, in declaration order,
+// up to the last one PyPerf reads; empty for a version without one (before
+// 3.13) or with one PyPerf does not know (after 3.14). Transcribed from the
+// headers; tests/cc/test_debug_offsets.cc checks every position.
+const std::vector<DebugOffsetsMember>& DebugOffsetsLayout(const PythonVersion& v);
+
+// How pyperf_offsets fields come from _Py_DebugOffsets: `field` is taken from
+// `member`; `size_member` is the size of the struct the field lives in (the
+// value must lie inside it) and `width` the bytes the BPF program reads there
+// (0 where it reads none, e.g. a size).
+struct DebugOffsetsCoverage {
+  const char* field;
+  pp_s64 pyperf_offsets::*member_of_offsets;
+  const char* member;
+  const char* size_member;
+  int width;
+};
+const std::vector<DebugOffsetsCoverage>& DebugOffsetsCoverageTable();
+
+// What one process published.
+struct DebugOffsets {
+  PythonVersion version;  // from its PY_VERSION_HEX
+  uint64_t version_hex = 0;
+  bool free_threaded = false;
+  std::map<std::string, uint64_t> values;  // by member path, every member of the layout
+
+  // The value of `path`, or nullopt if the layout has no such member.
+  std::optional<uint64_t> Get(const std::string& path) const;
+};
+
+// Decodes the first bytes of _PyRuntime of an interpreter whose binary says it
+// is `expected`. Fails when the cookie is wrong (not a _PyRuntime, or a
+// version without debug offsets), when the published version's
+// major.minor.micro differs from `expected`, or when the buffer is too short.
+Result<DebugOffsets> ParseDebugOffsets(const PythonVersion& expected, const void* data,
+                                       size_t size);
+
+// Reads and decodes the _Py_DebugOffsets of process `pid` at `py_runtime`.
+Result<DebugOffsets> ReadDebugOffsets(pid_t pid, uint64_t py_runtime,
+                                      const PythonVersion& expected);
+
+// `table` with every field DebugOffsetsCoverageTable() names replaced by the
+// published value. runtime_interp_main, which _Py_DebugOffsets lacks, keeps
+// the table's distance from runtime_interp_head (both live in
+// _PyRuntimeState.interpreters). Fails on a free-threaded interpreter (its
+// objects are laid out differently) and on values outside their struct.
+Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const DebugOffsets& debug);
+
+// The offsets to profile one process with, and where they came from.
+struct ProcessOffsets {
+  const pyperf_offsets* offsets = nullptr;  // valid for the life of the program
+  std::string source;  // for logs: "table 3.12", "_Py_DebugOffsets + table 3.13"
+};
+
+// The table for the process's version, merged with its _Py_DebugOffsets from
+// 3.13 on. An error says why the process cannot be profiled (no table for the
+// version, debug offsets unreadable or implausible). Equal offsets share one
+// pointer, so callers may key BPF layouts by it; at most a few dozen distinct
+// merged layouts are kept, beyond which this fails.
+Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info);
+
+}  // namespace pyperf

@@ -1,0 +1,162 @@
+// NativeUnwinder: turns one sample's native snapshot (user registers plus a
+// copy of the user stack taken by BPF) into named native frames, leaf first.
+//
+// Unwinding uses libunwind's remote API with our own accessors:
+//  - access_mem reads the stack copy first; bytes of a mapped file's read-only
+//    segments (.eh_frame_hdr, .eh_frame) come from the cached file image;
+//    anything else is read from the live process with process_vm_readv. It
+//    never ptraces, and refuses writes.
+//  - access_reg serves ip/sp/bp from the snapshot; access_fpreg, resume and
+//    register writes refuse (-UNW_EINVAL).
+//  - find_proc_info hands libunwind the .eh_frame_hdr table of the module
+//    holding the ip (found through the process's mappings and the module
+//    cache, with paths under /proc/PID/root or /proc/PID/map_files so
+//    containers and deleted files work) and lets
+//    _Ux86_64_dwarf_search_unwind_table do the search.
+// Each process gets its own unw_addr_space_t (libunwind caches register
+// states by ip, which is only meaningful inside one address space).
+//
+// Names never lie: a symbol is printed only for an address inside it, else
+// `module+0xADDR` with ADDR in the ELF file's own terms (see
+// elf_symbolizer.h). Names are cached by (file identity, offset), shared by
+// all processes (proc_name_cache.h). Unwinding stops after the first frame
+// whose symbol is in the caller's stop set (that frame is included), after
+// max_depth frames, or at the outermost frame.
+//
+// Failures never throw: they add a marker frame such as
+// `[Error unw_init_remote (<reason>)]` or `(missing)` and set the result's
+// error flag (counted in stats).
+//
+// Per-process state (mappings, address space) is keyed by pid and dropped when
+// the process dies, its pid is reused (start time changes) or it execs (its
+// memory layout fingerprint changes): checked by cache_eviction() once per
+// round and when a leaf ip falls outside the known mappings (at most a few
+// /proc re-reads per process per round). An exec noticed neither way within
+// the round it happens in could be unwound with the old mappings; a caller
+// that knows better (exec/exit events -> ForgetProcess, or
+// NativeSnapshot::process_key from BPF) makes this exact.
+// Each known process holds a libunwind address space (~26 KiB, mostly
+// libunwind's register-state cache).
+//
+// Not thread-safe; meant for the single sampling loop. In steady state an
+// Unwind allocates nothing if the caller passes the same output vector again.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proc_name_cache.h"
+#include "status.h"
+
+namespace pyperf {
+
+struct NativeSnapshot {
+  pid_t pid = 0;
+  uint64_t ip = 0, sp = 0, bp = 0;
+  // Copy of the target's stack: the bytes at [sp, sp + stack_len).
+  const uint8_t* stack = nullptr;
+  size_t stack_len = 0;
+  // Optional: a value that changes whenever `pid` names a different program
+  // image (e.g. a hash of the task's start time and self_exec_id read by BPF).
+  // 0 = unknown. When it differs from the last one seen for the pid, the
+  // per-process state is dropped before unwinding.
+  uint64_t process_key = 0;
+};
+
+struct NativeFrame {
+  std::string name;  // as printed, without the "_[pn]" suffix
+  // The address named: the ip for the leaf, ip-1 (inside the call) for callers.
+  uint64_t address = 0;
+  // The same address in the ELF file's own terms (what addr2line takes), 0 if
+  // no module was found.
+  uint64_t elf_address = 0;
+  bool symbolized = false;  // name is a symbol containing the address
+  bool error = false;       // a marker frame, not a real frame
+};
+
+struct NativeUnwindResult {
+  bool error = false;         // a marker frame was added
+  bool reached_stop = false;  // the last frame is in the stop set
+  bool truncated = false;     // max_depth frames were produced first
+  bool ok() const { return !error; }
+};
+
+struct NativeUnwinderOptions {
+  // Symbols (raw or demangled) after which unwinding stops, e.g.
+  // {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"}.
+  std::vector<std::string> stop_symbols;
+  size_t max_depth = 128;
+  bool cache_enabled = true;
+  // `sym (/full/path)` and `/full/path+0xaddr` instead of `sym` and
+  // `basename+0xaddr`.
+  bool insert_dso_name = false;
+  CacheLimits name_cache_limits;
+  CacheLimits module_cache_limits = DefaultModuleCacheLimits();
+  // Processes not unwound for this many rounds are forgotten.
+  uint64_t process_max_age_rounds = 600;
+};
+
+struct NativeUnwinderStats {
+  CacheStats names;                // (file, offset) -> name
+  CacheStats modules;              // file -> symbols, unwind table, image
+  size_t module_mapped_bytes = 0;  // file images mapped by cached modules
+  size_t processes = 0;            // per-process states held
+  size_t process_bytes = 0;        // their mappings + libunwind address spaces (approximate)
+  uint64_t processes_dropped = 0;  // exited, reused, exec'd or forgotten
+  uint64_t maps_reads = 0;         // /proc/PID/maps parses
+  uint64_t unwinds = 0;
+  uint64_t frames = 0;
+  uint64_t errors = 0;        // unwinds that ended with a marker frame
+  uint64_t rounds = 0;        // cache_eviction calls
+  uint64_t remote_reads = 0;  // process_vm_readv calls made for libunwind
+};
+
+class NativeUnwinder {
+ public:
+  explicit NativeUnwinder(NativeUnwinderOptions options = NativeUnwinderOptions());
+  ~NativeUnwinder();
+  NativeUnwinder(const NativeUnwinder&) = delete;
+  NativeUnwinder& operator=(const NativeUnwinder&) = delete;
+
+  // Unwinds one snapshot into *out_leaf_first (replaced; its strings are
+  // reused). Never throws; failures show as marker frames and result.error.
+  NativeUnwindResult Unwind(const NativeSnapshot& snapshot,
+                            std::vector<NativeFrame>* out_leaf_first);
+
+  // Run exactly once per sampling round: ages and bounds the caches, and
+  // drops the state of processes that exited, were replaced or exec'd.
+  void cache_eviction();
+
+  NativeUnwinderStats stats() const;
+
+  // With caching off every frame is resolved from scratch, as PyPerf used to:
+  // a new address space per sample, /proc/PID/maps read again, the ELF file
+  // opened and parsed again in find_proc_info and in unw_get_proc_name.
+  // Frames are the same either way; only the cost differs.
+  void set_cache_enabled(bool enabled);
+  bool cache_enabled() const;
+
+  // Drops what is known about a pid (call on exit/exec events).
+  void ForgetProcess(pid_t pid);
+
+  // Replays a recorded process instead of a live one (benchmarks, fixtures):
+  // `maps_text` is its /proc/PID/maps, and mapped files are read under
+  // `root_dir` (the recorded copies; "" = the host's files). Memory outside
+  // the stack copy and the files is unavailable. Replaces any state for pid.
+  Status AddRecordedProcess(pid_t pid, std::string maps_text, std::string root_dir);
+
+  void set_name_cache_limits(const CacheLimits& limits);
+  void set_module_cache_limits(const CacheLimits& limits);
+  const NativeUnwinderOptions& options() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pyperf

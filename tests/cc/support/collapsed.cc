@@ -1,0 +1,304 @@
+// A reader of PyPerf's collapsed output: see collapsed.h.
+#include "support/collapsed.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "PythonFrameFormat.h"
+
+namespace pyperf_test {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// A non-empty run of decimal digits, as Python's int() reads a count or pid
+// (without sign or spaces: PyPerf never writes them).
+std::optional<uint64_t> ParseDecimal(const std::string& s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return value;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+// Where a frame may stand in a stack, root to leaf; -1 = anywhere (an error
+// marker this reader does not know, e.g. of a later issue).
+int OrderRank(const std::string& frame) {
+  switch (KindOf(frame)) {
+    case FrameKind::kPython:
+      return 2;
+    case FrameKind::kNative:
+      return 3;
+    case FrameKind::kKernel:
+      return 4;
+    case FrameKind::kUnknown:
+      return -1;
+    case FrameKind::kError:
+      break;
+  }
+  if (frame == kTruncationMarker) return 0;
+  if (StartsWith(frame, "[Sample Error ")) return 1;
+  if (frame == "[Lost Symbol]_[pe]" || frame == "(missing)_[pe]") return 2;
+  if (frame == "[Lost Kernel Stack]_[pe]") return 4;
+  return -1;
+}
+
+}  // namespace
+
+FrameKind KindOf(const std::string& frame) {
+  if (EndsWith(frame, "_[p]")) return FrameKind::kPython;
+  if (EndsWith(frame, "_[pn]")) return FrameKind::kNative;
+  if (EndsWith(frame, "_[k]")) return FrameKind::kKernel;
+  if (EndsWith(frame, "_[pe]")) return FrameKind::kError;
+  return FrameKind::kUnknown;
+}
+
+const char* FrameKindName(FrameKind kind) {
+  switch (kind) {
+    case FrameKind::kPython:
+      return "python";
+    case FrameKind::kNative:
+      return "native";
+    case FrameKind::kKernel:
+      return "kernel";
+    case FrameKind::kError:
+      return "error";
+    case FrameKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<CollapsedLine> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  CollapsedLine out;
+  out.text = line;
+  size_t space = line.rfind(' ');
+  if (space == std::string::npos) return fail("no ' ' before the count");
+  auto count = ParseDecimal(line.substr(space + 1));
+  if (!count) return fail("the count is not a number");
+  out.count = *count;
+  std::string stack = line.substr(0, space);
+  size_t semicolon = stack.find(';');
+  if (semicolon == std::string::npos) return fail("no ';' after the first token");
+  std::string first = stack.substr(0, semicolon);
+  size_t dash = first.rfind('-');
+  if (dash == std::string::npos) return fail("no '-' in the first token");
+  out.comm = first.substr(0, dash);
+  std::vector<std::string> ids = Split(first.substr(dash + 1), '/');
+  if (ids.size() != 2) return fail("the first token does not end in <pid>/<tid>");
+  auto pid = ParseDecimal(ids[0]);
+  auto tid = ParseDecimal(ids[1]);
+  if (!pid || !tid || *pid == 0 || *tid == 0) return fail("bad pid or tid in the first token");
+  out.pid = static_cast<pid_t>(*pid);
+  out.tid = static_cast<pid_t>(*tid);
+  out.frames = Split(stack.substr(semicolon + 1), ';');
+  for (const auto& frame : out.frames) {
+    if (frame.empty()) return fail("an empty frame");
+  }
+  return out;
+}
+
+CollapsedProfile ParseCollapsed(const std::string& text) {
+  CollapsedProfile profile;
+  for (const std::string& line : Split(text, '\n')) {
+    if (line.empty()) continue;
+    std::string why;
+    if (auto parsed = ParseCollapsedLine(line, &why)) {
+      profile.lines.push_back(std::move(*parsed));
+    } else {
+      profile.unparseable.push_back(why + ": " + line);
+    }
+  }
+  return profile;
+}
+
+uint64_t SumCounts(const std::vector<CollapsedLine>& lines) {
+  uint64_t total = 0;
+  for (const auto& line : lines) total += line.count;
+  return total;
+}
+
+uint64_t CollapsedProfile::TotalSamples() const { return SumCounts(lines); }
+
+std::vector<CollapsedLine> CollapsedProfile::OfPid(pid_t pid) const {
+  std::vector<CollapsedLine> out;
+  for (const auto& line : lines)
+    if (line.pid == pid) out.push_back(line);
+  return out;
+}
+
+std::vector<CollapsedLine> CollapsedProfile::OfTid(pid_t tid) const {
+  std::vector<CollapsedLine> out;
+  for (const auto& line : lines)
+    if (line.tid == tid) out.push_back(line);
+  return out;
+}
+
+std::vector<pid_t> CollapsedProfile::TidsWhere(
+    const std::function<bool(const CollapsedLine&)>& pred) const {
+  std::vector<pid_t> tids;
+  for (const auto& line : lines) {
+    if (pred(line) && std::find(tids.begin(), tids.end(), line.tid) == tids.end())
+      tids.push_back(line.tid);
+  }
+  return tids;
+}
+
+std::vector<std::string> FramesOfKind(const CollapsedLine& line, FrameKind kind) {
+  std::vector<std::string> out;
+  for (const auto& frame : line.frames)
+    if (KindOf(frame) == kind) out.push_back(frame);
+  return out;
+}
+
+std::vector<std::string> ErrorMarkers(const CollapsedLine& line) {
+  std::vector<std::string> out;
+  for (const auto& frame : line.frames)
+    if (KindOf(frame) == FrameKind::kError && frame != kTruncationMarker) out.push_back(frame);
+  return out;
+}
+
+bool IsTruncated(const CollapsedLine& line) {
+  return !line.frames.empty() && line.frames.front() == kTruncationMarker;
+}
+
+std::optional<std::string> LeafIgnoringNativeAndKernel(const CollapsedLine& line) {
+  for (auto it = line.frames.rbegin(); it != line.frames.rend(); ++it) {
+    FrameKind kind = KindOf(*it);
+    if (kind != FrameKind::kNative && kind != FrameKind::kKernel) return *it;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FrameOrderProblem(const CollapsedLine& line) {
+  int highest = -1;
+  std::string highest_frame;
+  for (size_t i = 0; i < line.frames.size(); ++i) {
+    const std::string& frame = line.frames[i];
+    int rank = OrderRank(frame);
+    if (rank < 0) continue;
+    if (rank < highest)
+      return "frame " + std::to_string(i) + " \"" + frame + "\" comes after \"" + highest_frame +
+             "\"";
+    if (frame == kTruncationMarker && i != 0)
+      return "the truncation marker is frame " + std::to_string(i) + ", not the first";
+    highest = rank;
+    highest_frame = frame;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::vector<size_t>> FindInOrder(
+    const std::vector<std::string>& frames,
+    const std::vector<std::function<bool(const std::string&)>>& matchers) {
+  std::vector<size_t> found;
+  size_t next = 0;
+  for (const auto& matches : matchers) {
+    while (next < frames.size() && !matches(frames[next])) ++next;
+    if (next == frames.size()) return std::nullopt;
+    found.push_back(next++);
+  }
+  return found;
+}
+
+namespace {
+
+// Parses `frame` as "<name> (<location>)_[p]" with the name ending at `open`.
+std::optional<PythonFrame> ParsePythonFrameAt(const std::string& frame, size_t open,
+                                              size_t suffix_size, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<PythonFrame> {
+    *why = reason;
+    return std::nullopt;
+  };
+  std::string location = frame.substr(open + 2, frame.size() - open - 2 - suffix_size);
+  size_t colon = location.rfind(':');
+  if (colon == std::string::npos) return fail("no ':' before the line number");
+  auto line = ParseDecimal(location.substr(colon + 1));
+  if (!line) return fail("the line number is not a number");
+
+  PythonFrame out;
+  out.qualified_name = frame.substr(0, open);
+  out.file = location.substr(0, colon);
+  out.line = static_cast<int>(*line);
+  out.module = pyperf::PythonModuleName(out.file);
+  std::string rest = out.qualified_name;
+  if (!out.module.empty()) {
+    if (!StartsWith(rest, out.module + "."))
+      return fail("the name does not start with the module of its file, \"" + out.module + ".\"");
+    rest = rest.substr(out.module.size() + 1);
+  }
+  size_t dot = rest.rfind('.');
+  if (dot == std::string::npos) {
+    out.function = rest;
+  } else {
+    out.class_name = rest.substr(0, dot);
+    out.function = rest.substr(dot + 1);
+  }
+  if (out.function.empty()) return fail("an empty function name");
+  return out;
+}
+
+}  // namespace
+
+std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why) {
+  const std::string suffix = ")_[p]";
+  std::string reason;
+  if (!EndsWith(frame, suffix)) {
+    reason = "not a Python frame (no \")_[p]\" suffix)";
+  } else {
+    // A file name may itself contain " (", so try each one from the left:
+    // the right split is the one whose name starts with the file's module.
+    size_t limit = frame.size() - suffix.size();
+    for (size_t open = frame.find(" ("); open != std::string::npos && open + 2 <= limit;
+         open = frame.find(" (", open + 1)) {
+      std::string why_here;
+      if (auto parsed = ParsePythonFrameAt(frame, open, suffix.size(), &why_here)) return parsed;
+      if (reason.empty()) reason = why_here;
+    }
+    if (reason.empty()) reason = "no \" (\" before the file";
+  }
+  if (why) *why = reason + ": " + frame;
+  return std::nullopt;
+}
+
+std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line) {
+  std::vector<PythonFrame> out;
+  for (const auto& frame : line.frames) {
+    if (KindOf(frame) != FrameKind::kPython) continue;
+    if (auto parsed = ParsePythonFrame(frame)) out.push_back(std::move(*parsed));
+  }
+  return out;
+}
+
+bool IsPythonFunction(const std::string& frame, const std::string& function,
+                      const std::optional<std::string>& class_name) {
+  auto parsed = ParsePythonFrame(frame);
+  if (!parsed || parsed->function != function) return false;
+  return !class_name || parsed->class_name == *class_name;
+}
+
+}  // namespace pyperf_test

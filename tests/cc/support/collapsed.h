@@ -1,0 +1,107 @@
+// A reader of PyPerf's collapsed output for the end-to-end tests, parsing each
+// line the way gProfiler does:
+//   line.rsplit(" ", 1)        -> stack, count
+//   stack.split(";", 1)        -> first token, frames (root to leaf)
+//   first token.rsplit("-", 1) -> comm, "pid/tid"
+// plus helpers to classify frames by their suffix (_[p] Python, _[pn] native,
+// _[k] kernel, _[pe] error marker), pick the lines of a process or thread,
+// check that frames come in root->leaf order, and split a Python frame
+//   <module>.<Class.>function (<file>:<line>)_[p]
+// into its parts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pyperf_test {
+
+enum class FrameKind { kPython, kNative, kKernel, kError, kUnknown };
+
+// The kind named by a frame's suffix.
+FrameKind KindOf(const std::string& frame);
+const char* FrameKindName(FrameKind kind);
+
+inline constexpr char kTruncationMarker[] = "[Truncated Python Stack]_[pe]";
+
+struct CollapsedLine {
+  std::string text;  // the line as written
+  std::string comm;
+  pid_t pid = 0;
+  pid_t tid = 0;
+  std::vector<std::string> frames;  // root to leaf, each with its suffix
+  uint64_t count = 0;
+};
+
+struct CollapsedProfile {
+  std::vector<CollapsedLine> lines;
+  // Lines gProfiler could not read, each with why ("<why>: <line>").
+  std::vector<std::string> unparseable;
+
+  uint64_t TotalSamples() const;
+  std::vector<CollapsedLine> OfPid(pid_t pid) const;
+  std::vector<CollapsedLine> OfTid(pid_t tid) const;
+  // The distinct tids (in order of first appearance) having at least one line
+  // that satisfies `pred`.
+  std::vector<pid_t> TidsWhere(const std::function<bool(const CollapsedLine&)>& pred) const;
+};
+
+// Parses one line; nullopt (with `why` set) if gProfiler could not read it.
+std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::string* why);
+// Parses a whole output (a dumped file or PyPerf's stdout); empty lines are
+// skipped.
+CollapsedProfile ParseCollapsed(const std::string& text);
+
+uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
+
+// The frames of `line` of one kind, root to leaf.
+std::vector<std::string> FramesOfKind(const CollapsedLine& line, FrameKind kind);
+
+// Error markers other than the truncation marker (sample errors, lost
+// symbols, "(missing)", lost kernel stacks).
+std::vector<std::string> ErrorMarkers(const CollapsedLine& line);
+bool IsTruncated(const CollapsedLine& line);  // the marker is the first frame
+
+// The last frame once trailing native and kernel frames are dropped: the
+// innermost Python frame of a good sample, or whatever stands in its place.
+std::optional<std::string> LeafIgnoringNativeAndKernel(const CollapsedLine& line);
+
+// Why the frames are not in the order PyPerf must write them (truncation and
+// sample-error markers first, then Python frames, then native, then kernel),
+// or nullopt if they are.
+std::optional<std::string> FrameOrderProblem(const CollapsedLine& line);
+
+// The indices of frames matching `matchers` in order (each after the
+// previous one, not necessarily adjacent), or nullopt if there are none.
+std::optional<std::vector<size_t>> FindInOrder(
+    const std::vector<std::string>& frames,
+    const std::vector<std::function<bool(const std::string&)>>& matchers);
+
+struct PythonFrame {
+  std::string qualified_name;  // "<module>.<Class.>function"
+  std::string module;
+  std::string class_name;  // empty for a plain function
+  std::string function;
+  std::string file;
+  int line = 0;
+};
+
+// Splits a Python frame. The module is the one PyPerf derives from the file
+// (PythonModuleName), so the name must start with it; what follows is
+// "Class.function" or "function". Nullopt (with `why`) if the frame is not
+// spelled that way.
+std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why = nullptr);
+
+// The Python frames of `line`, parsed; frames that do not parse are skipped.
+std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line);
+
+// True if `frame` is a Python frame of `function` (and, when given, of
+// `class_name`; "" requires a plain function).
+bool IsPythonFunction(const std::string& frame, const std::string& function,
+                      const std::optional<std::string>& class_name = std::nullopt);
+
+}  // namespace pyperf_test

@@ -1,0 +1,116 @@
+// Debian roots with newer CPythons, and containers over them: see python_roots.h.
+#include "support/python_roots.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "support/test_support.h"
+
+namespace pyperf_test {
+namespace {
+
+std::string ScriptPath() { return std::string(PYPERF_SOURCE_DIR) + "/scripts/python-roots.sh"; }
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
+  ::remove(path);
+  return 0;
+}
+
+}  // namespace
+
+std::optional<PythonRoot> EnsurePythonRoot(const std::string& suite, std::string* why) {
+  static std::mutex mu;
+  static std::map<std::string, std::pair<std::optional<PythonRoot>, std::string>> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = done.find(suite); it != done.end()) {
+    *why = it->second.second;
+    return it->second.first;
+  }
+  auto remember = [&](std::optional<PythonRoot> root, std::string reason) {
+    done[suite] = {root, reason};
+    *why = reason;
+    return root;
+  };
+  // "SUITE PYTHON ROOT" for the suite, without building anything.
+  auto listed = RunCommand({"bash", ScriptPath(), "--print", suite});
+  PythonRoot root;
+  std::string python_name;
+  std::istringstream in(listed.out);
+  if (listed.exit_code != 0 || !(in >> root.suite >> python_name >> root.dir))
+    return remember(std::nullopt,
+                    "scripts/python-roots.sh --print " + suite + " failed: " + listed.err);
+  root.python = "/usr/bin/" + python_name;
+  root.minor = python_name.substr(std::string("python").size());
+  // Building takes a minute or two the first time; then it only checks the stamp.
+  auto built = RunCommand({"bash", ScriptPath(), suite}, std::chrono::minutes(15));
+  if (built.exit_code != 0) {
+    return remember(std::nullopt, "scripts/python-roots.sh " + suite + " exited with " +
+                                      std::to_string(built.exit_code) + ": " + built.err);
+  }
+  if (!FileExists(root.dir + root.python))
+    return remember(std::nullopt, "no " + root.python + " in " + root.dir);
+  return remember(root, "");
+}
+
+std::vector<std::string> ContainerArgv(const PythonRoot& root,
+                                       const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"unshare", "--pid",        "--mount",
+                                   "--fork",  "--kill-child", "--mount-proc=" + root.dir + "/proc",
+                                   "chroot",  root.dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::vector<pid_t> ChildPids(pid_t pid) {
+  std::vector<pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (!proc) return children;
+  while (struct dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long candidate = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || candidate <= 0) continue;
+    std::string stat = ReadFile("/proc/" + std::string(e->d_name) + "/stat");
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == pid) children.push_back(static_cast<pid_t>(candidate));
+  }
+  closedir(proc);
+  std::sort(children.begin(), children.end());
+  return children;
+}
+
+RootTempDir::RootTempDir(const PythonRoot& root) {
+  std::string templ = root.dir + "/tmp/pyperf-test-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) abort();
+  host_path_ = buf.data();
+  chmod(host_path_.c_str(), 0755);
+  inside_path_ = host_path_.substr(root.dir.size());
+}
+
+RootTempDir::~RootTempDir() { nftw(host_path_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS); }
+
+std::string RootTempDir::Copy(const std::string& source, const std::string& name) const {
+  std::ifstream in(source, std::ios::binary);
+  std::ofstream out(host_path_ + "/" + name, std::ios::binary);
+  out << in.rdbuf();
+  return inside_path_ + "/" + name;
+}
+
+}  // namespace pyperf_test

@@ -1,0 +1,396 @@
+// PyDebugOffsets against the interpreters themselves. For every CPython 3.13+
+// on the machine (pyenv's 3.13, and 3.13.x / 3.14 in the Debian roots of
+// scripts/python-roots.sh, run as containers):
+//  - the member positions PyPerf uses to decode _Py_DebugOffsets are the
+//    header's offsetof(_Py_DebugOffsets, member);
+//  - what PyPerf reads from a live process's _PyRuntime equals, member by
+//    member, the offsetof/sizeof the interpreter's own headers give;
+//  - merging those values into the version's table gives the table back (so
+//    the table and the process agree today), with the table only supplying
+//    what _Py_DebugOffsets does not cover.
+// Plus the decoder's checks on made-up bytes: cookie, version, free-threaded
+// builds, implausible values, and a patch release that moved a field.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "PyDebugOffsets.h"
+#include "PyOffsets.h"
+#include "PythonProcess.h"
+#include "support/header_probe.h"
+#include "support/python_roots.h"
+#include "support/test_support.h"
+
+namespace pyperf {
+namespace {
+
+using pyperf_test::ChildProcess;
+using pyperf_test::InterpreterHeaders;
+using pyperf_test::PythonRoot;
+
+// What the headers say each member PyPerf reads must hold, as C expressions
+// (transcribed from _Py_DebugOffsets' initialiser in pycore_runtime_init.h /
+// pycore_debug_offsets.h).
+const std::map<std::string, std::string>& ExpectedFromHeaders() {
+  static const std::map<std::string, std::string> expected = {
+      {"version", "PY_VERSION_HEX"},
+      {"free_threaded", "_Py_Debug_Free_Threaded"},
+      {"runtime_state.size", "sizeof(_PyRuntimeState)"},
+      {"runtime_state.interpreters_head", "offsetof(_PyRuntimeState, interpreters.head)"},
+      {"interpreter_state.size", "sizeof(PyInterpreterState)"},
+      {"interpreter_state.next", "offsetof(PyInterpreterState, next)"},
+      {"interpreter_state.threads_head", "offsetof(PyInterpreterState, threads.head)"},
+      {"thread_state.size", "sizeof(PyThreadState)"},
+      {"thread_state.next", "offsetof(PyThreadState, next)"},
+      {"thread_state.current_frame", "offsetof(PyThreadState, current_frame)"},
+      {"thread_state.thread_id", "offsetof(PyThreadState, thread_id)"},
+      {"thread_state.native_thread_id", "offsetof(PyThreadState, native_thread_id)"},
+      {"interpreter_frame.size", "sizeof(_PyInterpreterFrame)"},
+      {"interpreter_frame.previous", "offsetof(_PyInterpreterFrame, previous)"},
+      {"interpreter_frame.executable", "offsetof(_PyInterpreterFrame, f_executable)"},
+      {"interpreter_frame.instr_ptr", "offsetof(_PyInterpreterFrame, instr_ptr)"},
+      {"interpreter_frame.localsplus", "offsetof(_PyInterpreterFrame, localsplus)"},
+      {"interpreter_frame.owner", "offsetof(_PyInterpreterFrame, owner)"},
+      {"code_object.size", "sizeof(PyCodeObject)"},
+      {"code_object.filename", "offsetof(PyCodeObject, co_filename)"},
+      {"code_object.name", "offsetof(PyCodeObject, co_name)"},
+      {"code_object.linetable", "offsetof(PyCodeObject, co_linetable)"},
+      {"code_object.firstlineno", "offsetof(PyCodeObject, co_firstlineno)"},
+      {"code_object.argcount", "offsetof(PyCodeObject, co_argcount)"},
+      {"code_object.localsplusnames", "offsetof(PyCodeObject, co_localsplusnames)"},
+      {"code_object.co_code_adaptive", "offsetof(PyCodeObject, co_code_adaptive)"},
+      {"pyobject.size", "sizeof(PyObject)"},
+      {"pyobject.ob_type", "offsetof(PyObject, ob_type)"},
+      {"type_object.size", "sizeof(PyTypeObject)"},
+      {"type_object.tp_name", "offsetof(PyTypeObject, tp_name)"},
+      {"tuple_object.size", "sizeof(PyTupleObject)"},
+      {"tuple_object.ob_item", "offsetof(PyTupleObject, ob_item)"},
+      {"tuple_object.ob_size", "offsetof(PyTupleObject, ob_base.ob_size)"},
+      {"unicode_object.size", "sizeof(PyUnicodeObject)"},
+      {"unicode_object.state", "offsetof(PyUnicodeObject, _base._base.state)"},
+      {"unicode_object.length", "offsetof(PyUnicodeObject, _base._base.length)"},
+      {"unicode_object.asciiobject_size", "sizeof(PyASCIIObject)"},
+  };
+  return expected;
+}
+
+// The members PyPerf reads: the covered ones, their struct sizes, and the header.
+std::vector<std::string> MembersPyPerfReads() {
+  std::vector<std::string> members = {"version", "free_threaded", "runtime_state.size"};
+  for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
+    for (const char* m : {c.member, c.size_member}) {
+      if (std::find(members.begin(), members.end(), m) == members.end()) members.push_back(m);
+    }
+  }
+  return members;
+}
+
+std::string ProbeSource(const PythonVersion& v) {
+  std::ostringstream src;
+  src << "#define Py_BUILD_CORE 1\n#include <Python.h>\n"
+         "#include <internal/pycore_frame.h>\n#include <internal/pycore_interp.h>\n"
+         "#include <internal/pycore_runtime.h>\n#include <stddef.h>\n#include <stdio.h>\n"
+         "int main(void) {\n";
+  for (const DebugOffsetsMember& m : DebugOffsetsLayout(v)) {
+    src << "  printf(\"position %s %lu\\n\", \"" << m.path
+        << "\", (unsigned long)offsetof(_Py_DebugOffsets, " << m.path << "));\n";
+  }
+  for (const auto& [member, expr] : ExpectedFromHeaders()) {
+    src << "  printf(\"value %s %lu\\n\", \"" << member << "\", (unsigned long)(" << expr
+        << "));\n";
+  }
+  // runtime_interp_main is not in _Py_DebugOffsets: derived from the table.
+  src << "  printf(\"value interpreters.main %lu\\n\", "
+         "(unsigned long)offsetof(_PyRuntimeState, interpreters.main));\n";
+  src << "  return 0;\n}\n";
+  return src.str();
+}
+
+struct HeaderFacts {
+  std::map<std::string, uint64_t> positions;
+  std::map<std::string, uint64_t> values;
+};
+
+Result<HeaderFacts> ProbeHeaders(const InterpreterHeaders& headers) {
+  auto out = pyperf_test::CompileAndRunProbe(headers, ProbeSource(headers.version));
+  if (!out.ok()) return out.status();
+  HeaderFacts facts;
+  std::istringstream in(*out);
+  std::string kind, name;
+  uint64_t value;
+  while (in >> kind >> name >> value)
+    (kind == "position" ? facts.positions : facts.values)[name] = value;
+  return facts;
+}
+
+// An interpreter with _Py_DebugOffsets: pyenv's 3.13, or one in a Debian root.
+struct Case {
+  std::string name;
+  std::string pyenv_minor;  // pyenv case
+  std::string suite;        // root case
+};
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+class DebugOffsetsAgainstHeaders : public ::testing::TestWithParam<Case> {
+ protected:
+  // Finds the interpreter and its headers; false (after a skip or failure) if absent.
+  bool Resolve() {
+    const Case& c = GetParam();
+    if (!c.pyenv_minor.empty()) {
+      auto interp = pyperf_test::PyenvInterpreter(c.pyenv_minor);
+      if (!interp) {
+        Skip("no pyenv interpreter for Python " + c.pyenv_minor);
+        return false;
+      }
+      python_ = interp->path;
+    } else {
+      std::string why;
+      auto root = pyperf_test::EnsurePythonRoot(c.suite, &why);
+      if (!root) {
+        Skip("no Debian " + c.suite + " root: " + why);
+        return false;
+      }
+      root_ = *root;
+      python_ = root_->python;
+    }
+    auto headers = pyperf_test::QueryInterpreterHeaders(python_, root_ ? &*root_ : nullptr);
+    if (!headers.ok()) {
+      ADD_FAILURE() << headers.error();
+      return false;
+    }
+    headers_ = *headers;
+    if (!pyperf_test::FileExists(headers_.include_dir + "/Python.h")) {
+      Skip("no headers in " + headers_.include_dir);
+      return false;
+    }
+    return true;
+  }
+  void Skip(const std::string& why) {
+    if (pyperf_test::StrictMode()) {
+      ADD_FAILURE() << "PYPERF_TEST_STRICT=1 and this test cannot run: " << why;
+    } else {
+      skipped_ = why;
+    }
+  }
+  std::vector<std::string> Argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {python_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return root_ ? pyperf_test::ContainerArgv(*root_, argv) : argv;
+  }
+
+  std::string python_;
+  std::optional<PythonRoot> root_;
+  InterpreterHeaders headers_;
+  std::string skipped_;
+};
+
+#define RESOLVE_OR_RETURN()                            \
+  do {                                                 \
+    if (!Resolve()) {                                  \
+      if (!skipped_.empty()) GTEST_SKIP() << skipped_; \
+      return;                                          \
+    }                                                  \
+  } while (0)
+
+TEST_P(DebugOffsetsAgainstHeaders, MemberPositionsMatchTheHeader) {
+  RESOLVE_OR_RETURN();
+  const auto& layout = DebugOffsetsLayout(headers_.version);
+  ASSERT_FALSE(layout.empty()) << "PyPerf knows no _Py_DebugOffsets for "
+                               << headers_.version.ToString();
+  auto facts = ProbeHeaders(headers_);
+  ASSERT_TRUE(facts.ok()) << facts.error();
+  for (const DebugOffsetsMember& m : layout) {
+    auto it = facts->positions.find(m.path);
+    ASSERT_NE(it, facts->positions.end()) << m.path;
+    EXPECT_EQ(m.position, it->second)
+        << "_Py_DebugOffsets." << m.path << " in " << headers_.version.ToString();
+  }
+}
+
+TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
+  RESOLVE_OR_RETURN();
+  auto facts = ProbeHeaders(headers_);
+  ASSERT_TRUE(facts.ok()) << facts.error();
+
+  ChildProcess python(Argv({"-c",
+                            "import sys, time\n"
+                            "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+                            "time.sleep(120)\n"}));
+  ASSERT_TRUE(
+      pyperf_test::WaitFor([&] { return python.Stdout() == "ready\n"; }, std::chrono::seconds(20)))
+      << "interpreter did not start: " << python.Stderr();
+  pid_t pid = python.pid();
+  if (root_) {
+    // ChildProcess is unshare; its one child is the interpreter (host pid).
+    auto children = pyperf_test::ChildPids(python.pid());
+    ASSERT_EQ(children.size(), 1u);
+    pid = children[0];
+  }
+  auto info = InspectPythonProcess(pid);
+  ASSERT_TRUE(info.ok()) << info.error();
+  ASSERT_EQ(info->version, headers_.version);
+  ASSERT_TRUE(info->symbols.py_runtime.has_value());
+
+  auto debug = ReadDebugOffsets(pid, *info->symbols.py_runtime, info->version);
+  ASSERT_TRUE(debug.ok()) << debug.error();
+  EXPECT_FALSE(debug->free_threaded);
+  EXPECT_EQ(debug->version, headers_.version);
+  for (const std::string& member : MembersPyPerfReads()) {
+    auto read = debug->Get(member);
+    auto expected = facts->values.find(member);
+    ASSERT_TRUE(read.has_value()) << member;
+    ASSERT_NE(expected, facts->values.end()) << "no header expression for " << member;
+    EXPECT_EQ(*read, expected->second) << "_Py_DebugOffsets." << member << " read from pid " << pid
+                                       << " (" << headers_.version.ToString() << ")";
+  }
+
+  // Merged into the version's table: the table agrees with the process, and
+  // interpreters.main (from the table's distance to head) is the header's.
+  const pyperf_offsets* table = FindOffsets(info->version);
+  ASSERT_NE(table, nullptr);
+  auto merged = MergeDebugOffsets(*table, *debug);
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  EXPECT_EQ(merged->runtime_interp_main,
+            static_cast<pp_s64>(facts->values.at("interpreters.main")));
+  EXPECT_EQ(std::memcmp(&*merged, table, sizeof(pyperf_offsets)), 0)
+      << "the table for " << info->version.ToString() << " disagrees with the process";
+
+  auto resolved = OffsetsForProcess(*info);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->source, "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version));
+  EXPECT_EQ(resolved->offsets, table) << "equal offsets share the table's pointer";
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, DebugOffsetsAgainstHeaders,
+                         ::testing::Values(Case{"pyenv_3_13", "3.13", ""},
+                                           Case{"trixie_3_13", "", "trixie"},
+                                           Case{"sid_3_14", "", "sid"}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
+
+// Every member PyPerf reads has a header expression to be checked against.
+TEST(DebugOffsetsCoverage, EveryMemberReadHasAHeaderExpression) {
+  for (const std::string& member : MembersPyPerfReads())
+    EXPECT_EQ(ExpectedFromHeaders().count(member), 1u) << member;
+}
+
+TEST(DebugOffsetsCoverage, OnlyVersionsWithDebugOffsetsHaveALayout) {
+  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{3, 12, 1}).empty());
+  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{2, 7, 18}).empty());
+  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{3, 15, 0}).empty());
+  EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 13, 0}).empty());
+  EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 14, 0}).empty());
+}
+
+// Made-up _Py_DebugOffsets bytes for `v` holding the table's values, as an
+// interpreter whose layout matches the table would publish them.
+std::vector<unsigned char> FakeDebugOffsets(const PythonVersion& v, const pyperf_offsets& table,
+                                            bool free_threaded = false) {
+  const auto& layout = DebugOffsetsLayout(v);
+  std::vector<unsigned char> bytes(layout.back().position + 8, 0);
+  std::memcpy(bytes.data(), "xdebugpy", 8);
+  auto put = [&](const std::string& member, uint64_t value) {
+    for (const DebugOffsetsMember& m : layout) {
+      if (member == m.path) {
+        for (int i = 0; i < 8; ++i) bytes[m.position + i] = (value >> (8 * i)) & 0xff;
+        return;
+      }
+    }
+    ADD_FAILURE() << "no member " << member;
+  };
+  put("version",
+      (uint64_t(v.major) << 24) | (uint64_t(v.minor) << 16) | (uint64_t(v.micro) << 8) | 0xf0);
+  put("free_threaded", free_threaded ? 1 : 0);
+  for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
+    put(c.member, static_cast<uint64_t>(table.*c.member_of_offsets));
+    put(c.size_member, 1 << 16);  // room for every offset of the tables
+  }
+  return bytes;
+}
+
+TEST(ParseDebugOffsets, RoundTripsTheTable) {
+  for (PythonVersion v : {PythonVersion{3, 13, 0}, PythonVersion{3, 14, 0}}) {
+    const pyperf_offsets* table = FindOffsets(v);
+    ASSERT_NE(table, nullptr);
+    auto bytes = FakeDebugOffsets(v, *table);
+    auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+    ASSERT_TRUE(debug.ok()) << debug.error();
+    auto merged = MergeDebugOffsets(*table, *debug);
+    ASSERT_TRUE(merged.ok()) << merged.error();
+    EXPECT_EQ(std::memcmp(&*merged, table, sizeof(pyperf_offsets)), 0) << v.ToString();
+  }
+}
+
+TEST(ParseDebugOffsets, APatchReleaseThatMovesAFieldIsFollowed) {
+  PythonVersion v{3, 13, 9};
+  const pyperf_offsets* table = FindOffsets(v);
+  ASSERT_NE(table, nullptr);
+  pyperf_offsets moved = *table;
+  moved.tstate_frame += 16;         // a field grew in PyThreadState
+  moved.runtime_interp_head += 64;  // and _PyRuntimeState grew before `interpreters`
+  auto bytes = FakeDebugOffsets(v, moved);
+  auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+  ASSERT_TRUE(debug.ok()) << debug.error();
+  auto merged = MergeDebugOffsets(*table, *debug);
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  EXPECT_EQ(merged->tstate_frame, table->tstate_frame + 16);
+  EXPECT_EQ(merged->runtime_interp_head, table->runtime_interp_head + 64);
+  EXPECT_EQ(merged->runtime_interp_main, table->runtime_interp_main + 64);
+  // Not covered by _Py_DebugOffsets: from the table.
+  EXPECT_EQ(merged->compact_unicode_data, table->compact_unicode_data);
+  EXPECT_EQ(merged->frame_owner_shim, table->frame_owner_shim);
+  EXPECT_EQ(merged->stackref_tag_bits, table->stackref_tag_bits);
+}
+
+TEST(ParseDebugOffsets, RejectsAWrongCookie) {
+  PythonVersion v{3, 14, 0};
+  auto bytes = FakeDebugOffsets(v, *FindOffsets(v));
+  bytes[0] = 'y';
+  auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+  ASSERT_FALSE(debug.ok());
+  EXPECT_NE(debug.error().find("cookie"), std::string::npos) << debug.error();
+}
+
+TEST(ParseDebugOffsets, RejectsAnotherVersion) {
+  auto bytes = FakeDebugOffsets(PythonVersion{3, 13, 2}, *FindOffsets(PythonVersion{3, 13, 2}));
+  auto debug = ParseDebugOffsets(PythonVersion{3, 13, 1}, bytes.data(), bytes.size());
+  ASSERT_FALSE(debug.ok());
+  EXPECT_NE(debug.error().find("3.13.2"), std::string::npos) << debug.error();
+}
+
+TEST(ParseDebugOffsets, RejectsAShortBuffer) {
+  PythonVersion v{3, 13, 0};
+  auto bytes = FakeDebugOffsets(v, *FindOffsets(v));
+  EXPECT_FALSE(ParseDebugOffsets(v, bytes.data(), bytes.size() - 1).ok());
+  EXPECT_FALSE(ParseDebugOffsets(PythonVersion{3, 12, 0}, bytes.data(), bytes.size()).ok());
+}
+
+TEST(MergeDebugOffsets, RejectsFreeThreadedBuilds) {
+  PythonVersion v{3, 14, 0};
+  auto bytes = FakeDebugOffsets(v, *FindOffsets(v), /*free_threaded=*/true);
+  auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+  ASSERT_TRUE(debug.ok()) << debug.error();
+  auto merged = MergeDebugOffsets(*FindOffsets(v), *debug);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.error().find("free-threaded"), std::string::npos) << merged.error();
+}
+
+TEST(MergeDebugOffsets, RejectsAnOffsetOutsideItsStruct) {
+  PythonVersion v{3, 13, 0};
+  pyperf_offsets bad = *FindOffsets(v);
+  bad.tstate_thread_id = 1 << 24;
+  auto bytes = FakeDebugOffsets(v, bad);
+  auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+  ASSERT_TRUE(debug.ok()) << debug.error();
+  auto merged = MergeDebugOffsets(*FindOffsets(v), *debug);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.error().find("thread_state.thread_id"), std::string::npos) << merged.error();
+}
+
+}  // namespace
+}  // namespace pyperf

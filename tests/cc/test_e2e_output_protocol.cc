@@ -1,0 +1,438 @@
+// End-to-end tests of what gProfiler's PythonEbpfProfiler relies on (issue 3):
+// the output protocol of the built PyPerf (transient PATH, SIGUSR2 rotation to
+// PATH.<YYYYmmddHHMMSScc>, final dumps at -d, SIGINT and SIGTERM, stdout
+// without -o, one line of counters per dump) and its command-line errors as a
+// user sees them. Also checks the collapsed-output reader the e2e tests use.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/collapsed.h"
+#include "support/test_support.h"
+
+namespace pyperf_test {
+namespace {
+
+using Clock = std::chrono::system_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kReadyTimeout = seconds(30);
+constexpr auto kPyPerfTimeout = seconds(90);  // startup (BPF load) on a busy machine, plus -d
+constexpr auto kGProfilerFileTimeout = seconds(10);  // gProfiler waits this long for PATH
+constexpr auto kGProfilerDumpTimeout = seconds(5);   // and this long for a dump
+
+std::optional<Interpreter> AnyInterpreter() {
+  if (auto python = PyenvInterpreter("3.11")) return python;
+  if (access("/usr/bin/python3.11", X_OK) == 0)
+    return Interpreter{"usr-bin-python3.11", "/usr/bin/python3.11"};
+  for (const char* minor : {"3.12", "3.10"})
+    if (auto python = PyenvInterpreter(minor)) return python;
+  return std::nullopt;
+}
+
+std::unique_ptr<ChildProcess> StartCallTree(const Interpreter& python) {
+  auto child = std::make_unique<ChildProcess>(
+      std::vector<std::string>{python.path, WorkloadPath("calltree.py")});
+  bool ready = WaitFor(
+      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
+      kReadyTimeout);
+  if (!ready || !child->Running()) {
+    ADD_FAILURE() << "calltree.py on " << python.name << " did not become ready; stderr:\n"
+                  << child->Stderr();
+    return nullptr;
+  }
+  return child;
+}
+
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PyPerfBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<ChildProcess>(argv);
+}
+
+bool WaitForStderr(ChildProcess& child, const std::string& text,
+                   std::chrono::milliseconds timeout) {
+  return WaitFor([&] { return child.Stderr().find(text) != std::string::npos || !child.Running(); },
+                 timeout) &&
+         child.Stderr().find(text) != std::string::npos;
+}
+
+// One "samples collected: N, ..., output: FILE" line PyPerf prints per dump.
+struct DumpReport {
+  uint64_t samples = 0;
+  std::string output;
+};
+
+std::vector<DumpReport> DumpReports(const std::string& stderr_text) {
+  // Other counters may follow "output: FILE", after a comma.
+  static const std::regex report("samples collected: (\\d+),.*output: ([^,]+)");
+  std::vector<DumpReport> reports;
+  for (const auto& line : SplitLines(stderr_text)) {
+    std::smatch m;
+    if (std::regex_search(line, m, report))
+      reports.push_back({std::stoull(m[1].str()), m[2].str()});
+  }
+  return reports;
+}
+
+// The files named PATH.<anything>, sorted by name (as gProfiler sorts them).
+std::vector<std::string> DumpedFiles(const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string prefix = path.substr(path.rfind('/') + 1) + ".";
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind(prefix, 0) == 0) files.push_back(dir + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Centiseconds since the epoch named by a dumped file's suffix (UTC), or -1.
+int64_t StampCentis(const std::string& file, const std::string& path) {
+  std::string stamp = file.substr(path.size() + 1);
+  if (!std::regex_match(stamp, std::regex("\\d{16}"))) return -1;
+  struct tm tm = {};
+  if (!strptime(stamp.substr(0, 14).c_str(), "%Y%m%d%H%M%S", &tm)) return -1;
+  return static_cast<int64_t>(timegm(&tm)) * 100 + std::stoi(stamp.substr(14));
+}
+
+int64_t Centis(Clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count() / 10;
+}
+
+// Checks a delivered file: its name, that every line parses, that its counts
+// add up to what PyPerf reported, and that it holds the workload's stacks.
+void ExpectDelivered(const std::string& file, const std::string& path, const DumpReport& report,
+                     pid_t workload) {
+  SCOPED_TRACE("dumped file " + file);
+  EXPECT_TRUE(std::regex_match(
+      file, std::regex(std::regex_replace(path, std::regex("[.^$|()\\[\\]{}*+?\\\\]"), "\\$&") +
+                       "\\.\\d{16}")))
+      << "not PATH.<YYYYmmddHHMMSScc>";
+  EXPECT_EQ(report.output, file) << "the file the stderr line names";
+  CollapsedProfile profile = ParseCollapsed(ReadFile(file));
+  EXPECT_TRUE(profile.unparseable.empty())
+      << profile.unparseable.size()
+      << " unparseable lines, the first: " << profile.unparseable.front();
+  EXPECT_EQ(profile.TotalSamples(), report.samples) << "the counts in the file vs. stderr";
+  EXPECT_GT(report.samples, 0u);
+  bool has_main_busy = false;
+  for (const auto& line : profile.OfPid(workload)) {
+    for (const auto& frame : line.frames)
+      if (IsPythonFunction(frame, "main_busy", "")) has_main_busy = true;
+  }
+  EXPECT_TRUE(has_main_busy) << "no stack of the workload (pid " << workload << ") with main_busy";
+}
+
+class OutputProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    python_ = AnyInterpreter();
+    if (!python_) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
+    PYPERF_REQUIRE_BPF();
+    workload_ = StartCallTree(*python_);
+    ASSERT_NE(workload_, nullptr);
+    path_ = dir_.File("pyperf.col");
+  }
+
+  std::vector<std::string> Args(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {"-F", "199", "-p", std::to_string(workload_->pid())};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  // Ends a PyPerf with `sig` (once it is ready and has sampled for a second)
+  // and checks it exits 0 leaving exactly one dumped file with the samples.
+  void ExpectFinalDumpOnSignal(int sig) {
+    auto pyperf = StartPyPerf(Args({"-o", path_}));
+    ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << "stderr:\n"
+                                                                            << pyperf->Stderr();
+    std::this_thread::sleep_for(seconds(1));
+    pyperf->Signal(sig);
+    auto status = pyperf->Wait(kGProfilerDumpTimeout);
+    ASSERT_TRUE(status.has_value())
+        << "still running " << kGProfilerDumpTimeout.count() << " s after signal " << sig;
+    EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+    auto files = DumpedFiles(path_);
+    auto reports = DumpReports(pyperf->Stderr());
+    ASSERT_EQ(files.size(), 1u) << "stderr:\n" << pyperf->Stderr();
+    ASSERT_EQ(reports.size(), 1u) << "stderr:\n" << pyperf->Stderr();
+    ExpectDelivered(files[0], path_, reports[0], workload_->pid());
+  }
+
+  std::optional<Interpreter> python_;
+  std::unique_ptr<ChildProcess> workload_;
+  TempDir dir_;
+  std::string path_;
+};
+
+// gProfiler's loop: wait for PATH, then SIGUSR2 every interval and read the
+// newest PATH.*; at the end SIGTERM.
+TEST_F(OutputProtocolTest, RotatesOnSigusr2AndDumpsOnSigterm) {
+  Clock::time_point launched = Clock::now();
+  auto pyperf = StartPyPerf(Args({"-o", path_}));
+  ASSERT_TRUE(
+      WaitFor([&] { return FileExists(path_) || !pyperf->Running(); }, kGProfilerFileTimeout) &&
+      FileExists(path_))
+      << path_ << " did not appear within " << kGProfilerFileTimeout.count() << " s; stderr:\n"
+      << pyperf->Stderr();
+  ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << "stderr:\n"
+                                                                          << pyperf->Stderr();
+
+  std::vector<std::string> delivered;
+  Clock::time_point interval_start = launched;
+  for (size_t dump = 1; dump <= 4; ++dump) {
+    const bool last = dump == 4;
+    SCOPED_TRACE(last ? "SIGTERM" : "SIGUSR2 #" + std::to_string(dump));
+    std::this_thread::sleep_for(seconds(1));
+    Clock::time_point signalled = Clock::now();
+    pyperf->Signal(last ? SIGTERM : SIGUSR2);
+    ASSERT_TRUE(WaitFor([&] { return DumpReports(pyperf->Stderr()).size() >= dump; },
+                        kGProfilerDumpTimeout))
+        << "no \"samples collected\" line within " << kGProfilerDumpTimeout.count()
+        << " s; stderr:\n"
+        << pyperf->Stderr();
+    if (last) {
+      auto status = pyperf->Wait(kGProfilerDumpTimeout);
+      ASSERT_TRUE(status.has_value()) << "still running after the final dump";
+      EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+    } else {
+      // The stderr line is printed once the dump is complete: a fresh PATH
+      // must be there already.
+      EXPECT_TRUE(FileExists(path_)) << "the transient file is missing after the dump";
+    }
+    auto reports = DumpReports(pyperf->Stderr());
+    ASSERT_EQ(reports.size(), dump) << "stderr:\n" << pyperf->Stderr();
+
+    auto files = DumpedFiles(path_);
+    ASSERT_EQ(files.size(), dump) << "one new PATH.* per dump";
+    std::string file;
+    for (const auto& f : files)
+      if (std::find(delivered.begin(), delivered.end(), f) == delivered.end()) file = f;
+    ASSERT_FALSE(file.empty());
+    EXPECT_EQ(file, files.back()) << "the newest dump does not sort last";
+    delivered.push_back(file);
+    ExpectDelivered(file, path_, reports.back(), workload_->pid());
+
+    // Stamped with the start of its interval (UTC, truncated to centiseconds).
+    int64_t stamp = StampCentis(file, path_);
+    EXPECT_GE(stamp, Centis(interval_start) - 1) << "stamp of " << file;
+    EXPECT_LE(stamp, Centis(signalled) + 1) << "stamp of " << file;
+    interval_start = signalled;
+  }
+}
+
+TEST_F(OutputProtocolTest, DurationEndsWithAFinalDump) {
+  auto pyperf = StartPyPerf(Args({"-d", "2", "-o", path_}));
+  auto status = pyperf->Wait(kPyPerfTimeout);
+  ASSERT_TRUE(status.has_value()) << "-d 2 did not end by itself; stderr:\n" << pyperf->Stderr();
+  EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+  EXPECT_NE(pyperf->Stderr().find("Ready to profile"), std::string::npos);
+  auto files = DumpedFiles(path_);
+  auto reports = DumpReports(pyperf->Stderr());
+  ASSERT_EQ(files.size(), 1u) << "stderr:\n" << pyperf->Stderr();
+  ASSERT_EQ(reports.size(), 1u) << "stderr:\n" << pyperf->Stderr();
+  ExpectDelivered(files[0], path_, reports[0], workload_->pid());
+}
+
+TEST_F(OutputProtocolTest, SigtermEndsWithAFinalDump) { ExpectFinalDumpOnSignal(SIGTERM); }
+
+TEST_F(OutputProtocolTest, SigintEndsWithAFinalDump) { ExpectFinalDumpOnSignal(SIGINT); }
+
+TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
+  auto pyperf = StartPyPerf(Args({"-d", "2"}));
+  auto status = pyperf->Wait(kPyPerfTimeout);
+  ASSERT_TRUE(status.has_value()) << "stderr:\n" << pyperf->Stderr();
+  EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+  auto reports = DumpReports(pyperf->Stderr());
+  ASSERT_EQ(reports.size(), 1u) << "stderr:\n" << pyperf->Stderr();
+  EXPECT_EQ(reports[0].output, "stdout");
+  CollapsedProfile profile = ParseCollapsed(pyperf->Stdout());
+  EXPECT_TRUE(profile.unparseable.empty()) << profile.unparseable.front();
+  EXPECT_EQ(profile.TotalSamples(), reports[0].samples);
+  EXPECT_FALSE(profile.OfPid(workload_->pid()).empty()) << "stdout:\n" << pyperf->Stdout();
+  EXPECT_TRUE(DumpedFiles(path_).empty());
+}
+
+// ---- The command line, as a user or gProfiler meets it.
+
+void ExpectUsageError(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PyPerfBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string shown;
+  for (const auto& a : args) shown += " " + a;
+  SCOPED_TRACE("PyPerf" + shown);
+  CommandResult result = RunCommand(argv, seconds(30));
+  EXPECT_EQ(result.exit_code, 2) << "stderr:\n" << result.err;
+  auto lines = SplitLines(result.err);
+  EXPECT_EQ(lines.size(), 1u) << "stderr:\n" << result.err;
+  EXPECT_EQ(result.err.rfind("PyPerf: error: ", 0), 0u) << "stderr:\n" << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+TEST(PyPerfCommandLine, UsageErrorsExitTwoWithOneLine) {
+  ExpectUsageError({"--bogus"});
+  ExpectUsageError({"-v"});
+  ExpectUsageError({"-F", "abc"});
+  ExpectUsageError({"-F", "10", "-c", "100"});
+}
+
+TEST(PyPerfCommandLine, HelpListsEveryFlag) {
+  CommandResult result = RunCommand({PyPerfBinary(), "--help"}, seconds(30));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.err, "");
+  for (const char* flag : {"-h",
+                           "--help",
+                           "-p",
+                           "--pid",
+                           "-c",
+                           "--sample-rate",
+                           "-F",
+                           "--frequency",
+                           "-d",
+                           "--duration",
+                           "--update-interval",
+                           "--symbols-map-size",
+                           "--events-buffer-pages",
+                           "--kernel-stacks-map-size",
+                           "--user-stacks-pages",
+                           "-v",
+                           "--verbose",
+                           "-o",
+                           "--output",
+                           "--fs-offset",
+                           "--stack-offset",
+                           "--insert-dso-name",
+                           "--line-numbers",
+                           "--native-cache",
+                           "--native-cache-entries",
+                           "--native-cache-bytes",
+                           "--native-cache-max-age"}) {
+    std::regex listed(std::string("(^|[\\s,])") + flag + "([\\s,=]|$)");
+    EXPECT_TRUE(std::regex_search(result.out, listed)) << flag << " is not in --help:\n"
+                                                       << result.out;
+  }
+  EXPECT_TRUE(!result.out.empty() && result.out.back() == '\n')
+      << "--help does not end with a newline (the shell prompt lands on its last line)";
+}
+
+// Without privileges PyPerf says which ones it needs, in one line, and exits
+// non-zero without crashing.
+TEST(PyPerfCommandLine, UnprivilegedUserIsToldWhatIsMissing) {
+  if (geteuid() != 0) PYPERF_SKIP_OR_FAIL("needs root to run PyPerf as nobody");
+  if (access("/usr/bin/setpriv", X_OK) != 0) PYPERF_SKIP_OR_FAIL("setpriv is not installed");
+  CommandResult result =
+      RunCommand({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                  "--inh-caps=-all", PyPerfBinary(), "-d", "1"},
+                 seconds(30));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_GT(result.exit_code, 0) << "timed out";
+  EXPECT_LT(result.exit_code, 126) << "not run, or killed by a signal; stderr:\n" << result.err;
+  auto lines = SplitLines(result.err);
+  EXPECT_EQ(lines.size(), 1u) << "stderr:\n" << result.err;
+  EXPECT_TRUE(std::regex_search(result.err, std::regex("CAP_BPF|CAP_PERFMON|root"))) << "stderr:\n"
+                                                                                     << result.err;
+}
+
+// ---- The reader the e2e tests use (support/collapsed.h), on known lines.
+
+TEST(CollapsedReader, ReadsALineAsGProfilerDoes) {
+  std::string why;
+  auto line =
+      ParseCollapsedLine("my-app 2-10/12;a.f (/a.py:3)_[p];read_[pn];do_syscall_64_[k] 42", &why);
+  ASSERT_TRUE(line.has_value()) << why;
+  EXPECT_EQ(line->comm, "my-app 2");
+  EXPECT_EQ(line->pid, 10);
+  EXPECT_EQ(line->tid, 12);
+  EXPECT_EQ(line->count, 42u);
+  EXPECT_EQ(line->frames,
+            (std::vector<std::string>{"a.f (/a.py:3)_[p]", "read_[pn]", "do_syscall_64_[k]"}));
+  EXPECT_EQ(FramesOfKind(*line, FrameKind::kNative), std::vector<std::string>{"read_[pn]"});
+  EXPECT_EQ(LeafIgnoringNativeAndKernel(*line), "a.f (/a.py:3)_[p]");
+  EXPECT_FALSE(FrameOrderProblem(*line).has_value());
+}
+
+TEST(CollapsedReader, RejectsLinesGProfilerCannotRead) {
+  for (const char* text : {"python-1/1;f_[p]", "python-1/1;f_[p] x", "python-1/1 3",
+                           "python1/1;f_[p] 3", "python-1;f_[p] 3", "python-1/1;;f_[p] 3"}) {
+    std::string why;
+    EXPECT_FALSE(ParseCollapsedLine(text, &why).has_value()) << text;
+    EXPECT_FALSE(why.empty()) << text;
+  }
+  CollapsedProfile profile = ParseCollapsed("python-1/2;f_[p] 3\nbad\n\npython-1/3;g_[p] 4\n");
+  EXPECT_EQ(profile.lines.size(), 2u);
+  EXPECT_EQ(profile.unparseable.size(), 1u);
+  EXPECT_EQ(profile.TotalSamples(), 7u);
+}
+
+TEST(CollapsedReader, SplitsPythonFrames) {
+  auto method = ParsePythonFrame(
+      "json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)_[p]");
+  ASSERT_TRUE(method.has_value());
+  EXPECT_EQ(method->module, "json.decoder");
+  EXPECT_EQ(method->class_name, "JSONDecoder");
+  EXPECT_EQ(method->function, "decode");
+  EXPECT_EQ(method->file, "/usr/lib/python3.11/json/decoder.py");
+  EXPECT_EQ(method->line, 332);
+
+  auto function = ParsePythonFrame("work.x.app.<module> (/work/x/app.py:1)_[p]");
+  ASSERT_TRUE(function.has_value());
+  EXPECT_EQ(function->module, "work.x.app");
+  EXPECT_EQ(function->class_name, "");
+  EXPECT_EQ(function->function, "<module>");
+
+  auto odd_path = ParsePythonFrame("a (b).m.f (/a (b)/m.py:7)_[p]");
+  ASSERT_TRUE(odd_path.has_value());
+  EXPECT_EQ(odd_path->file, "/a (b)/m.py");
+  EXPECT_EQ(odd_path->function, "f");
+
+  std::string why;
+  EXPECT_FALSE(ParsePythonFrame("other.f (/work/x/app.py:1)_[p]", &why).has_value());
+  EXPECT_NE(why.find("module"), std::string::npos) << why;
+  EXPECT_FALSE(ParsePythonFrame("f (/a.py:x)_[p]").has_value());
+  EXPECT_FALSE(ParsePythonFrame("f_[k]").has_value());
+}
+
+TEST(CollapsedReader, FindsMarkersAndOrderProblems) {
+  auto truncated = ParseCollapsedLine(
+      "p-1/1;[Truncated Python Stack]_[pe];[Lost Symbol]_[pe];m.f (/m.py:1)_[p] 1", nullptr);
+  ASSERT_TRUE(truncated.has_value());
+  EXPECT_TRUE(IsTruncated(*truncated));
+  EXPECT_EQ(ErrorMarkers(*truncated), std::vector<std::string>{"[Lost Symbol]_[pe]"});
+  EXPECT_FALSE(FrameOrderProblem(*truncated).has_value());
+
+  auto kernel_first = ParseCollapsedLine("p-1/1;vfs_read_[k];m.f (/m.py:1)_[p] 1", nullptr);
+  ASSERT_TRUE(kernel_first.has_value());
+  EXPECT_TRUE(FrameOrderProblem(*kernel_first).has_value());
+  auto late_marker =
+      ParseCollapsedLine("p-1/1;m.f (/m.py:1)_[p];[Truncated Python Stack]_[pe] 1", nullptr);
+  ASSERT_TRUE(late_marker.has_value());
+  EXPECT_FALSE(IsTruncated(*late_marker));
+  EXPECT_TRUE(FrameOrderProblem(*late_marker).has_value());
+
+  auto order = FindInOrder({"a", "b", "c", "d"}, {[](const std::string& f) { return f == "b"; },
+                                                  [](const std::string& f) { return f == "d"; }});
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(*order, (std::vector<size_t>{1, 3}));
+  EXPECT_FALSE(FindInOrder({"a", "b"}, {[](const std::string& f) { return f == "b"; },
+                                        [](const std::string& f) { return f == "a"; }})
+                   .has_value());
+}
+
+}  // namespace
+}  // namespace pyperf_test
