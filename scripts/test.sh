@@ -7,6 +7,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${PYPERF_BUILD_DIR:-$ROOT/build}"
 start=$(date +%s)
 "$ROOT/scripts/setup.sh"
+# Debian trixie/sid roots with CPython 3.13.x and 3.14 for the version tests
+# (debootstrap, built once and cached in /var/cache/bcc-pyperf/roots).
+"$ROOT/scripts/python-roots.sh"
 t_setup=$(date +%s)
 "$ROOT/scripts/build.sh"
 t_build=$(date +%s)
