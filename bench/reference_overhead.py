@@ -38,9 +38,11 @@ def peak_rss_kib(pid):
     return 0
 
 
-def run_once(pyperf, pids, seconds, frequency, cache, pages):
+def run_once(pyperf, pids, seconds, frequency, cache, pages, buffer_pages):
     out_dir = tempfile.mkdtemp(prefix="pyperf-bench-")
+    # gProfiler's own flags (--events-buffer-pages 256 --symbols-map-size 131072).
     cmd = [pyperf, "-F", str(frequency), "--user-stacks-pages", str(pages),
+           "--events-buffer-pages", str(buffer_pages), "--symbols-map-size", "131072",
            "--native-cache", "on" if cache else "off", "-o", os.path.join(out_dir, "out.col")]
     for pid in pids:
         cmd += ["-p", str(pid)]
@@ -92,21 +94,24 @@ def main():
     ap.add_argument("--frequencies", default="99,1000")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--user-stacks-pages", type=int, default=2)
+    ap.add_argument("--events-buffer-pages", type=int, default=256)
     args = ap.parse_args()
 
     workers = [subprocess.Popen([args.python, "-c", "while 1: pass"]) for _ in range(args.processes)]
     try:
         time.sleep(1)
         pids = [w.pid for w in workers]
-        print("%d x `%s -c 'while 1: pass'`, %d s per run, native stacks on (%d pages)" %
-              (args.processes, args.python, args.seconds, args.user_stacks_pages))
+        print("%d x `%s -c 'while 1: pass'`, %d s per run, native stacks on (%d pages), "
+              "%d perf buffer pages per CPU" % (args.processes, args.python, args.seconds,
+                                                 args.user_stacks_pages, args.events_buffer_pages))
         print("%-6s %-6s %9s %8s %14s %9s %7s %9s %8s %8s" % (
             "Hz", "cache", "CPU s", "% core", "CPU ms/1000 s", "samples", "lost", "hit rate",
             "errors", "RSS MiB"))
         for freq in [int(f) for f in args.frequencies.split(",")]:
             for _ in range(args.repeats):
                 for cache in (True, False):
-                    r = run_once(args.pyperf, pids, args.seconds, freq, cache, args.user_stacks_pages)
+                    r = run_once(args.pyperf, pids, args.seconds, freq, cache, args.user_stacks_pages,
+                                 args.events_buffer_pages)
                     print("%-6d %-6s %9.2f %8.2f %14.2f %9d %7d %9s %8d %8.1f" % (
                         freq, "on" if cache else "off", r["cpu_s"], r["core_pct"],
                         r["cpu_ms_per_1000"], r["samples"], r["lost"],

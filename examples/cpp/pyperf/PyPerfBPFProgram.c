@@ -76,6 +76,25 @@ static __always_inline void submit(struct bpf_perf_event_data *ctx, struct pyper
   events.perf_submit(ctx, event, size);
 }
 
+static __always_inline struct pyperf_sample_state *this_cpu_state(void) {
+  u32 cpu = bpf_get_smp_processor_id();
+  return sample_state.lookup(&cpu);
+}
+
+static __always_inline struct pyperf_offsets *state_offsets(struct pyperf_sample_state *state) {
+  u32 layout = state->proc.layout;
+  return py_offsets.lookup(&layout);
+}
+
+/* Tail-calls the next stage; returning from the call means it failed, and the
+ * sample is sent as it is, marked. */
+static __always_inline void continue_with(struct bpf_perf_event_data *ctx,
+                                          struct pyperf_sample_state *state, int prog) {
+  progs.call(ctx, prog);
+  state->event.error = PYPERF_ERROR_TAIL_CALL;
+  submit(ctx, state);
+}
+
 /* Copies a Python string object (2.7 str, or a PEP 393 unicode) into dst. */
 static __always_inline void read_py_string(struct pyperf_offsets *o, u64 obj, char *dst, u32 len) {
   if (obj == 0) return;
@@ -156,8 +175,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   u32 pid = pid_tgid >> 32;
   struct pyperf_proc_info *proc = py_procs.lookup(&pid);
   if (!proc) return 0;
-  u32 cpu = bpf_get_smp_processor_id();
-  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  struct pyperf_sample_state *state = this_cpu_state();
   if (!state) return 0;
   struct pyperf_event *event = &state->event;
 
@@ -218,19 +236,15 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   }
 #endif
 
-  progs.call(ctx, PROG_FIND_THREAD_STATE);
-  event->error = PYPERF_ERROR_TAIL_CALL;
-  submit(ctx, state);
+  continue_with(ctx, state, PROG_FIND_THREAD_STATE);
   return 0;
 }
 
 int find_thread_state(struct bpf_perf_event_data *ctx) {
-  u32 cpu = bpf_get_smp_processor_id();
-  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  struct pyperf_sample_state *state = this_cpu_state();
   if (!state) return 0;
   struct pyperf_event *event = &state->event;
-  u32 layout = state->proc.layout;
-  struct pyperf_offsets *o = py_offsets.lookup(&layout);
+  struct pyperf_offsets *o = state_offsets(state);
   if (!o) {
     event->error = PYPERF_ERROR_NO_OFFSETS;
     submit(ctx, state);
@@ -291,19 +305,15 @@ found:
   } else {
     state->frame = read_ptr(tstate + o->tstate_frame);
   }
-  progs.call(ctx, PROG_WALK_PYTHON_STACK);
-  event->error = PYPERF_ERROR_TAIL_CALL;
-  submit(ctx, state);
+  continue_with(ctx, state, PROG_WALK_PYTHON_STACK);
   return 0;
 }
 
 int walk_python_stack(struct bpf_perf_event_data *ctx) {
-  u32 cpu = bpf_get_smp_processor_id();
-  struct pyperf_sample_state *state = sample_state.lookup(&cpu);
+  struct pyperf_sample_state *state = this_cpu_state();
   if (!state) return 0;
   struct pyperf_event *event = &state->event;
-  u32 layout = state->proc.layout;
-  struct pyperf_offsets *o = py_offsets.lookup(&layout);
+  struct pyperf_offsets *o = state_offsets(state);
   if (!o) return 0;
 
   u64 frame = state->frame;
