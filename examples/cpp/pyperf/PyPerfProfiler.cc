@@ -64,13 +64,7 @@ Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& op
 }
 
 Status PyPerfProfiler::Init() {
-  // The output file first: gProfiler takes its appearance as "ready for
-  // SIGUSR2" and waits only 10 s for it, while compiling and loading BPF can
-  // take seconds on a busy host. A SIGUSR2 before sampling starts is kept
-  // and served by the first round.
   output_ = std::make_unique<CollapsedOutput>(options_.output_path);
-  Status started = output_->Start();
-  if (!started.ok()) return started;
 
   BpfConfig config;
   if (options_.fs_offset && options_.stack_offset) {
@@ -362,6 +356,14 @@ int PyPerfProfiler::Run() {
   using Clock = std::chrono::steady_clock;
   UpdateProcesses();
   Status st = bpf_->Attach();
+  if (!st.ok()) {
+    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    return 1;
+  }
+  // gProfiler takes the file's appearance to mean "sampling, ready for
+  // SIGUSR2": create it only once samples flow, so its first interval holds
+  // samples. (Loading BPF takes about half a second of CPU.)
+  st = output_->Start();
   if (!st.ok()) {
     fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
     return 1;

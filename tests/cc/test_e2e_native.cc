@@ -1,0 +1,966 @@
+// End-to-end tests of the native frames PyPerf writes (issues 4 and 7): real
+// interpreters run workloads that spend their time in C and C++, the built
+// PyPerf profiles them, and the tests check the `_[pn]` frames a user sees.
+//
+//  - zlib.compress in a loop on pyenv's 3.11 (full .symtab): the eval loop is
+//    the outermost native frame, then the zlib module's zlib_compress, then
+//    libz's deflate; no libpython frame falls back to an address.
+//  - The same on Debian's /usr/bin/python3.11 (.dynsym only): every printed
+//    name is a sized symbol of the file the frame is in (checked with nm,
+//    including a debug file under /usr/lib/debug when one is installed), an
+//    address inside a known symbol is never printed as an address, and every
+//    `module+0xADDR` names a mapped file and an address in its .text.
+//  - A C++ library loaded with ctypes: its method shows demangled.
+//  - --user-stacks-pages 0: Python and kernel frames, no native ones.
+//  - The native cache's counters on the dump line: three processes of one
+//    interpreter share entries; --native-cache off gives the same frames.
+//
+// Each PyPerf start costs seconds (BPF load), so where a test needs two
+// views of one workload (names and --insert-dso-name, cache on and off) it
+// runs two PyPerfs side by side over the same processes.
+#include <cxxabi.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/collapsed.h"
+#include "support/test_support.h"
+
+namespace pyperf_test {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr int kFrequencyHz = 199;
+constexpr int kProfileSeconds = 3;
+constexpr auto kReadyTimeout = seconds(30);
+// PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
+constexpr auto kPyPerfTimeout = seconds(90);
+
+constexpr char kDebianPython[] = "/usr/bin/python3.11";
+constexpr char kEvalLoop[] = "_PyEval_EvalFrameDefault_[pn]";
+constexpr char kSpinMethod[] = "pyperf_e2e::Spinner::spin(int)_[pn]";
+
+// ---------------------------------------------------------------------------
+// Processes
+
+std::optional<Interpreter> FindInterpreter(const std::string& spec) {
+  if (spec.empty() || spec[0] != '/') return PyenvInterpreter(spec);
+  if (access(spec.c_str(), X_OK) != 0) return std::nullopt;
+  std::string name = spec.substr(1);
+  std::replace(name.begin(), name.end(), '/', '-');
+  return Interpreter{name, spec};
+}
+
+std::string SpecTestName(const std::string& spec) {
+  std::string name = spec[0] == '/' ? spec.substr(1) : "pyenv_" + spec;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+// A program found on PATH, or "".
+std::string FindInPath(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Starts a workload and waits for its "ready" line. On failure, adds a test
+// failure with what the workload printed and returns nullptr.
+std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std::string& script,
+                                            const std::vector<std::string>& args = {}) {
+  std::vector<std::string> argv = {python.path, WorkloadPath(script)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = std::make_unique<ChildProcess>(argv);
+  bool ready = WaitFor(
+      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
+      kReadyTimeout);
+  if (!ready || !child->Running()) {
+    ADD_FAILURE() << script << " on " << python.name << " did not become ready; stderr:\n"
+                  << child->Stderr();
+    return nullptr;
+  }
+  return child;
+}
+
+// PyPerf over `pids` for kProfileSeconds, plus `extra` options.
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<pid_t>& pids,
+                                          const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {PyPerfBinary(), "-F", std::to_string(kFrequencyHz), "-d",
+                                   std::to_string(kProfileSeconds)};
+  for (pid_t pid : pids) argv.insert(argv.end(), {"-p", std::to_string(pid)});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<ChildProcess>(argv);
+}
+
+struct PyPerfRun {
+  CollapsedProfile profile;
+  std::string stderr_text;
+};
+
+// Waits for a PyPerf started with -d to end by itself; adds failures if it
+// does not exit 0 or writes lines gProfiler could not read.
+PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what) {
+  SCOPED_TRACE(what);
+  auto status = pyperf.Wait(kPyPerfTimeout);
+  EXPECT_TRUE(status.has_value()) << "PyPerf still running after " << kPyPerfTimeout.count()
+                                  << " s; stderr:\n"
+                                  << pyperf.Stderr();
+  if (!status) {
+    pyperf.Signal(SIGKILL);
+    pyperf.Wait(seconds(5));
+  }
+  EXPECT_EQ(pyperf.ExitCode(), 0) << "stderr:\n" << pyperf.Stderr();
+  PyPerfRun run{ParseCollapsed(pyperf.Stdout()), pyperf.Stderr()};
+  EXPECT_TRUE(run.profile.unparseable.empty())
+      << run.profile.unparseable.size()
+      << " unparseable lines, the first: " << run.profile.unparseable.front();
+  return run;
+}
+
+std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6) {
+  std::string out;
+  for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;
+  if (lines.size() > max_lines) out += "\n  ... (" + std::to_string(lines.size()) + " lines)";
+  return out;
+}
+
+// The lines of thread `tid` that contain a Python frame of `function`.
+std::vector<CollapsedLine> LinesIn(const CollapsedProfile& profile, pid_t tid,
+                                   const std::string& function) {
+  std::vector<CollapsedLine> out;
+  for (const auto& line : profile.OfTid(tid))
+    if (std::any_of(line.frames.begin(), line.frames.end(),
+                    [&](const std::string& f) { return IsPythonFunction(f, function); }))
+      out.push_back(line);
+  return out;
+}
+
+// Lines of `pid` in threads other than its main thread running `function`.
+std::vector<CollapsedLine> OtherThreadLinesIn(const CollapsedProfile& profile, pid_t pid,
+                                              const std::string& function) {
+  std::vector<CollapsedLine> out;
+  for (const auto& line : profile.OfPid(pid))
+    if (line.tid != pid &&
+        std::any_of(line.frames.begin(), line.frames.end(),
+                    [&](const std::string& f) { return IsPythonFunction(f, function); }))
+      out.push_back(line);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Native frames as printed
+
+// "name_[pn]" -> "name".
+std::string NativeText(const std::string& frame) {
+  return frame.substr(0, frame.size() - std::string("_[pn]").size());
+}
+
+// Frames the unwinder writes when it could not unwind or read a module: they
+// are not names and not addresses.
+bool IsNativeMarker(const std::string& text) {
+  return text.rfind("[Error ", 0) == 0 || text == "(missing)" || text.rfind("[unknown]", 0) == 0;
+}
+
+uint64_t NativeMarkerSamples(const std::vector<CollapsedLine>& lines,
+                             std::vector<CollapsedLine>* with_markers) {
+  uint64_t samples = 0;
+  for (const auto& line : lines) {
+    auto native = FramesOfKind(line, FrameKind::kNative);
+    if (std::any_of(native.begin(), native.end(),
+                    [](const std::string& f) { return IsNativeMarker(NativeText(f)); })) {
+      samples += line.count;
+      with_markers->push_back(line);
+    }
+  }
+  return samples;
+}
+
+// Unwinding failures are counted, never hidden, and must stay rare.
+void ExpectFewNativeMarkers(const std::vector<CollapsedLine>& lines, const std::string& what) {
+  std::vector<CollapsedLine> with_markers;
+  uint64_t marked = NativeMarkerSamples(lines, &with_markers);
+  uint64_t total = SumCounts(lines);
+  EXPECT_LE(marked * 20, total) << what << ": " << marked << " of " << total
+                                << " samples carry a native error marker:" << Excerpt(with_markers);
+}
+
+bool IsHex(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) &&
+           !std::isupper(static_cast<unsigned char>(c));
+  });
+}
+
+// The files `pid` maps (and [vdso]-style names) by basename, from its
+// /proc/PID/maps: the only things a `module+0xADDR` frame may start with.
+std::map<std::string, std::string> MappedFiles(pid_t pid) {
+  std::map<std::string, std::string> names;
+  for (const auto& line : SplitLines(ReadFile("/proc/" + std::to_string(pid) + "/maps"))) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, inode;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::string path;
+    std::getline(in, path);
+    size_t start = path.find_first_not_of(' ');
+    if (start == std::string::npos) continue;
+    path = path.substr(start);
+    const std::string deleted = " (deleted)";
+    if (path.size() > deleted.size() &&
+        path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+      path.resize(path.size() - deleted.size());
+    names.emplace(path.substr(path.rfind('/') + 1), path);
+  }
+  return names;
+}
+
+// Why a frame printed without --insert-dso-name is not honest: `X+0x...`
+// where X is not the basename of a file the process maps (a symbol name with
+// an offset, as issue 7's `_PyImport_SetModule+0x2a3f`), or a bad address.
+std::optional<std::string> DishonestFallback(const std::string& text,
+                                             const std::map<std::string, std::string>& mapped) {
+  size_t plus = text.rfind("+0x");
+  if (plus == std::string::npos) return std::nullopt;
+  std::string module = text.substr(0, plus), address = text.substr(plus + 3);
+  if (!mapped.count(module))
+    return "\"" + text + "\": \"" + module +
+           "\" is not a file the process maps (a symbol name with an offset?)";
+  if (!IsHex(address)) return "\"" + text + "\": the address is not lowercase hex";
+  return std::nullopt;
+}
+
+// Checks every native frame of a run without --insert-dso-name.
+void ExpectHonestFallbacks(const std::vector<CollapsedLine>& lines,
+                           const std::map<std::string, std::string>& mapped) {
+  int reported = 0;
+  for (const auto& line : lines) {
+    for (const auto& frame : FramesOfKind(line, FrameKind::kNative)) {
+      std::string text = NativeText(frame);
+      if (IsNativeMarker(text)) continue;
+      if (auto problem = DishonestFallback(text, mapped)) {
+        if (reported++ < 5) ADD_FAILURE() << *problem << "\n  in: " << line.text;
+      }
+    }
+  }
+}
+
+// A native frame printed with --insert-dso-name: `sym (/path)` or
+// `/path+0xADDR`.
+struct DsoFrame {
+  bool marker = false;
+  std::string symbol;  // empty for an address frame
+  std::string module;  // the full path (or "[vdso]"-like)
+  uint64_t address = 0;
+};
+
+std::optional<DsoFrame> ParseDsoFrame(const std::string& text) {
+  DsoFrame out;
+  if (IsNativeMarker(text)) {
+    out.marker = true;
+    return out;
+  }
+  if (!text.empty() && text.back() == ')') {
+    size_t open = text.rfind(" (");
+    if (open == std::string::npos || open == 0) return std::nullopt;
+    out.symbol = text.substr(0, open);
+    out.module = text.substr(open + 2, text.size() - open - 3);
+    return out.module.empty() ? std::nullopt : std::optional<DsoFrame>(out);
+  }
+  size_t plus = text.rfind("+0x");
+  if (plus == std::string::npos || plus == 0) return std::nullopt;
+  std::string address = text.substr(plus + 3);
+  if (!IsHex(address)) return std::nullopt;
+  out.module = text.substr(0, plus);
+  out.address = std::stoull(address, nullptr, 16);
+  return out;
+}
+
+std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// ---------------------------------------------------------------------------
+// What binutils says about a file
+
+std::string Demangle(const std::string& name) {
+  if (name.rfind("_Z", 0) != 0) return name;
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
+}
+
+struct ElfSection {
+  std::string name;
+  uint64_t addr = 0, size = 0;
+  bool executable = false;
+  bool Contains(uint64_t a) const { return a >= addr && a < addr + size; }
+};
+
+// The symbols and sections of one file, from nm and readelf, with those of
+// its separate debug file when one is installed (PyPerf uses it too).
+struct ElfFacts {
+  std::string path;
+  std::string debug_file;                                // "" if none
+  std::map<std::string, uint64_t> sized;                 // name (raw and demangled) -> largest size
+  std::vector<std::pair<uint64_t, uint64_t>> functions;  // [start, end) of sized code symbols
+  std::vector<ElfSection> sections;
+  std::string error;
+
+  const ElfSection* SectionAt(uint64_t address) const {
+    for (const auto& s : sections)
+      if (s.addr != 0 && s.Contains(address)) return &s;
+    return nullptr;
+  }
+  // A sized code symbol containing `address`, as "start+size", or "".
+  std::string FunctionContaining(uint64_t address) const {
+    for (const auto& [start, end] : functions) {
+      if (address >= start && address < end) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "[0x%llx, 0x%llx)", (unsigned long long)start,
+                 (unsigned long long)end);
+        return buf;
+      }
+    }
+    return "";
+  }
+};
+
+// Adds the symbols `nm` prints for `args` (lines "ADDR [SIZE] TYPE NAME").
+void AddNmSymbols(const std::vector<std::string>& args, ElfFacts* facts) {
+  std::vector<std::string> argv = {"nm"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult result = RunCommand(argv, seconds(60));
+  // nm fails on a file without that table ("no symbols"): nothing to add.
+  if (result.exit_code != 0) return;
+  for (const auto& line : SplitLines(result.out)) {
+    std::istringstream in(line);
+    std::vector<std::string> tokens;
+    std::string token;
+    while (in >> token) tokens.push_back(token);
+    if (tokens.size() < 3 || tokens[1].size() == 1) continue;  // no size: never a name
+    if (tokens.size() < 4 || tokens[2].size() != 1) continue;
+    uint64_t start = std::stoull(tokens[0], nullptr, 16);
+    uint64_t size = std::stoull(tokens[1], nullptr, 16);
+    char type = tokens[2][0];
+    std::string name = tokens[3];
+    size_t at = name.find('@');  // nm -D appends the version: read@@GLIBC_2.2.5
+    if (at != std::string::npos && at > 0) name.resize(at);
+    if (size == 0) continue;
+    for (const std::string& n : {name, Demangle(name)})
+      facts->sized[n] = std::max(facts->sized[n], size);
+    if (std::string("tTwWiI").find(type) != std::string::npos)
+      facts->functions.emplace_back(start, start + size);
+  }
+}
+
+std::vector<ElfSection> ReadSections(const std::string& path, std::string* error) {
+  std::vector<ElfSection> sections;
+  CommandResult result = RunCommand({"readelf", "-SW", path}, seconds(60));
+  if (result.exit_code != 0) {
+    *error = "readelf -SW " + path + " failed: " + result.err;
+    return sections;
+  }
+  for (const auto& line : SplitLines(result.out)) {
+    // "  [14] .text   PROGBITS   0000000000420f10 020f10 2b036e 00  AX  0   0 16"
+    size_t close = line.find(']');
+    if (line.find('[') == std::string::npos || close == std::string::npos) continue;
+    std::istringstream in(line.substr(close + 1));
+    std::string name, type, addr, off, size, es, flags;
+    if (!(in >> name >> type >> addr >> off >> size >> es >> flags)) continue;
+    if (!IsHex(addr) || !IsHex(size)) continue;
+    ElfSection s;
+    s.name = name;
+    s.addr = std::stoull(addr, nullptr, 16);
+    s.size = std::stoull(size, nullptr, 16);
+    s.executable = flags.find('X') != std::string::npos;
+    sections.push_back(s);
+  }
+  return sections;
+}
+
+// The installed debug file of `path`: by build-id, then by .gnu_debuglink.
+std::string FindDebugFile(const std::string& path) {
+  CommandResult notes = RunCommand({"readelf", "-n", path}, seconds(60));
+  const std::string key = "Build ID: ";
+  size_t at = notes.out.find(key);
+  if (at != std::string::npos) {
+    std::string id = notes.out.substr(at + key.size());
+    id = id.substr(0, id.find_first_of(" \n"));
+    if (id.size() > 2) {
+      std::string file =
+          "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+      if (FileExists(file)) return file;
+    }
+  }
+  CommandResult link = RunCommand({"readelf", "--string-dump=.gnu_debuglink", path}, seconds(60));
+  for (const auto& line : SplitLines(link.out)) {
+    size_t close = line.find(']');
+    if (line.find('[') == std::string::npos || close == std::string::npos) continue;
+    std::string name = line.substr(close + 1);
+    name = name.substr(name.find_first_not_of(' '));
+    std::string dir = path.substr(0, path.rfind('/'));
+    for (const std::string& file : {"/usr/lib/debug" + dir + "/" + name, dir + "/.debug/" + name})
+      if (FileExists(file)) return file;
+    break;
+  }
+  return "";
+}
+
+const ElfFacts& FactsOf(const std::string& path, std::map<std::string, ElfFacts>* cache) {
+  auto it = cache->find(path);
+  if (it != cache->end()) return it->second;
+  ElfFacts& facts = (*cache)[path];
+  facts.path = path;
+  facts.sections = ReadSections(path, &facts.error);
+  AddNmSymbols({"-S", "--defined-only", path}, &facts);
+  AddNmSymbols({"-D", "-S", "--defined-only", path}, &facts);
+  facts.debug_file = FindDebugFile(path);
+  if (!facts.debug_file.empty()) AddNmSymbols({"-S", "--defined-only", facts.debug_file}, &facts);
+  return facts;
+}
+
+// A PLT stub has no symbol (perf makes up `name@plt`); an address in one is
+// honestly printed as module+0xADDR even in a file with a full .symtab.
+bool IsPltStub(const ElfFacts& facts, uint64_t address) {
+  const ElfSection* section = facts.SectionAt(address);
+  return section && section->name.rfind(".plt", 0) == 0;
+}
+
+std::optional<std::string> MissingBinutils() {
+  for (const char* tool : {"nm", "readelf", "addr2line"})
+    if (FindInPath(tool).empty()) return std::string(tool) + " is not installed (binutils)";
+  return std::nullopt;
+}
+
+// Issue 7's checks on every native frame of a run with --insert-dso-name:
+//  - a name is a sized symbol of its file (or of the file's debug file);
+//  - an address frame's address lies in the file's .text (the innermost frame
+//    may also be in another executable section such as .plt), no sized symbol
+//    the file offers contains it (else PyPerf should have named it), and
+//    `addr2line -f -e FILE` accepts it.
+// Returns how many address frames were checked.
+size_t ExpectNamesNeverLie(const std::vector<CollapsedLine>& lines) {
+  std::map<std::string, ElfFacts> files;
+  std::map<std::string, std::set<uint64_t>> addresses;  // per file, for addr2line
+  size_t checked_names = 0, checked_addresses = 0;
+  int reported = 0;
+  auto report = [&](const std::string& what, const CollapsedLine& line) {
+    if (reported++ < 8) ADD_FAILURE() << what << "\n  in: " << line.text;
+  };
+  for (const auto& line : lines) {
+    auto native = FramesOfKind(line, FrameKind::kNative);
+    for (size_t i = 0; i < native.size(); ++i) {
+      std::string text = NativeText(native[i]);
+      auto frame = ParseDsoFrame(text);
+      if (!frame) {
+        report("\"" + text + "\" is neither `sym (/path)` nor `/path+0xADDR`", line);
+        continue;
+      }
+      if (frame->marker || frame->module.empty() || frame->module[0] != '/') continue;
+      const ElfFacts& facts = FactsOf(frame->module, &files);
+      if (!facts.error.empty()) {
+        report(facts.error, line);
+        continue;
+      }
+      if (!frame->symbol.empty()) {
+        ++checked_names;
+        auto it = facts.sized.find(frame->symbol);
+        if (it == facts.sized.end())
+          report("\"" + frame->symbol + "\" is not a sized symbol of " + frame->module +
+                     (facts.debug_file.empty() ? "" : " nor of its debug file " + facts.debug_file),
+                 line);
+        continue;
+      }
+      ++checked_addresses;
+      addresses[frame->module].insert(frame->address);
+      char hex[32];
+      snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)frame->address);
+      const ElfSection* section = facts.SectionAt(frame->address);
+      bool innermost = i + 1 == native.size();
+      if (!section || !section->executable) {
+        report(text + ": " + hex + " is in no executable section of " + frame->module +
+                   (section ? " (it is in " + section->name + ")" : ""),
+               line);
+      } else if (section->name != ".text" && !innermost) {
+        report(text + ": a caller's address in " + section->name + ", not .text", line);
+      }
+      std::string inside = facts.FunctionContaining(frame->address);
+      if (!inside.empty())
+        report(text + ": " + hex + " lies inside the sized symbol at " + inside + " of " +
+                   frame->module + (facts.debug_file.empty() ? "" : " / " + facts.debug_file) +
+                   ", yet PyPerf printed an address",
+               line);
+    }
+  }
+  // addr2line, as a user would run it offline: it must accept each address
+  // (for a stripped file it may print "??" or the nearest export: the .text
+  // check above is the assertion).
+  for (const auto& [file, set] : addresses) {
+    std::vector<std::string> argv = {"addr2line", "-f", "-e", file};
+    for (uint64_t a : set) {
+      char hex[32];
+      snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)a);
+      argv.push_back(hex);
+    }
+    CommandResult result = RunCommand(argv, seconds(60));
+    EXPECT_EQ(result.exit_code, 0) << "addr2line -f -e " << file << ": " << result.err;
+    auto out = SplitLines(result.out);
+    EXPECT_EQ(out.size(), 2 * set.size()) << "addr2line -f -e " << file << ":\n" << result.out;
+    std::cout << "[ e2e ] addr2line -f -e " << file << ": " << set.size() << " addresses, e.g. 0x"
+              << std::hex << *set.begin() << std::dec << " -> "
+              << (out.empty() ? std::string("(nothing)") : out[0]) << std::endl;
+  }
+  std::cout << "[ e2e ] checked " << checked_names << " named and " << checked_addresses
+            << " address frames against " << files.size() << " files' symbol tables" << std::endl;
+  return checked_addresses;
+}
+
+// ---------------------------------------------------------------------------
+// The zlib workload
+
+// Samples of `lines` whose frames match `order` (matchers, root to leaf, not
+// necessarily adjacent); the lines that do not go to *others.
+uint64_t SamplesInOrder(const std::vector<CollapsedLine>& lines,
+                        const std::vector<std::function<bool(const std::string&)>>& order,
+                        std::vector<CollapsedLine>* others) {
+  uint64_t n = 0;
+  for (const auto& line : lines) {
+    if (FindInOrder(line.frames, order)) {
+      n += line.count;
+    } else {
+      others->push_back(line);
+    }
+  }
+  return n;
+}
+
+auto Frame(const std::string& exact) {
+  return [exact](const std::string& f) { return f == exact; };
+}
+auto PythonFunction(const std::string& function) {
+  return [function](const std::string& f) { return IsPythonFunction(f, function); };
+}
+auto NativeContaining(const std::string& part) {
+  return [part](const std::string& f) {
+    return KindOf(f) == FrameKind::kNative && f.find(part) != std::string::npos;
+  };
+}
+auto SyscallEntry() {
+  return [](const std::string& f) {
+    return KindOf(f) == FrameKind::kKernel &&
+           (f.rfind("entry_SYSCALL", 0) == 0 || f.rfind("do_syscall_64", 0) == 0);
+  };
+}
+
+// The checks both interpreters share, on the run without --insert-dso-name:
+// frames in order, the eval loop outermost, deflate under the Python frame,
+// the read thread's native frames between Python and the kernel, honest
+// fallbacks, few unwinding errors.
+void CheckZlibProfile(const CollapsedProfile& profile, pid_t pid,
+                      const std::vector<std::function<bool(const std::string&)>>& compress_order) {
+  auto lines = profile.OfPid(pid);
+  ASSERT_FALSE(lines.empty()) << "no samples of pid " << pid;
+  int reported = 0;
+  for (const auto& line : lines) {
+    if (auto problem = FrameOrderProblem(line)) {
+      if (reported++ < 5)
+        ADD_FAILURE() << "frames out of order: " << *problem << "\n  in: " << line.text;
+    }
+  }
+  ExpectFewNativeMarkers(lines, "zlib workload");
+  ExpectHonestFallbacks(lines, MappedFiles(pid));
+
+  // The eval loop is where unwinding stops: the outermost native frame, once.
+  std::vector<CollapsedLine> wrong_outermost;
+  for (const auto& line : lines) {
+    auto native = FramesOfKind(line, FrameKind::kNative);
+    if (native.empty() || std::any_of(native.begin(), native.end(), [](const std::string& f) {
+          return IsNativeMarker(NativeText(f));
+        }))
+      continue;
+    if (native.front() != kEvalLoop || std::count(native.begin(), native.end(), kEvalLoop) != 1)
+      wrong_outermost.push_back(line);
+  }
+  EXPECT_TRUE(wrong_outermost.empty())
+      << SumCounts(wrong_outermost) << " samples whose outermost native frame is not " << kEvalLoop
+      << " or that show it twice:" << Excerpt(wrong_outermost);
+
+  auto compress = LinesIn(profile, pid, "compress_loop");
+  ASSERT_FALSE(compress.empty()) << "no samples in compress_loop:" << Excerpt(lines);
+  std::vector<CollapsedLine> others;
+  uint64_t in_order = SamplesInOrder(compress, compress_order, &others);
+  uint64_t total = SumCounts(compress);
+  EXPECT_GE(2 * in_order, total) << in_order << " of " << total
+                                 << " compress_loop samples show the expected native frames in "
+                                    "order; the others:"
+                                 << Excerpt(others);
+  std::cout << "[ e2e ] pid " << pid << ": " << in_order << " of " << total
+            << " compress_loop samples with the expected native frames in order" << std::endl;
+
+  auto reads = OtherThreadLinesIn(profile, pid, "read_loop");
+  ASSERT_FALSE(reads.empty()) << "no samples of the syscall-loop thread:" << Excerpt(lines);
+  others.clear();
+  uint64_t through = SamplesInOrder(
+      reads,
+      {PythonFunction("read_loop"), Frame(kEvalLoop), Frame("_Py_read_[pn]"), SyscallEntry()},
+      &others);
+  EXPECT_GT(through, 0u) << "no read_loop sample goes read_loop -> " << kEvalLoop
+                         << " -> _Py_read_[pn] -> syscall entry _[k]:" << Excerpt(reads);
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+// Case 1: pyenv's 3.11 keeps .symtab, so everything in libpython and the zlib
+// module is named; libz (the system's) names its exports.
+TEST(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
+  auto python = FindInterpreter("3.11");
+  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
+  PYPERF_REQUIRE_BPF();
+  if (auto why = MissingBinutils()) PYPERF_SKIP_OR_FAIL(*why);
+  auto workload = StartWorkload(*python, "native_zlib_loop.py");
+  ASSERT_NE(workload, nullptr);
+  const pid_t pid = workload->pid();
+  auto names = StartPyPerf({pid});
+  auto dso = StartPyPerf({pid}, {"--insert-dso-name"});
+  PyPerfRun plain = FinishPyPerf(*names, "PyPerf");
+  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name");
+  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+
+  {
+    SCOPED_TRACE("PyPerf");
+    CheckZlibProfile(plain.profile, pid,
+                     {PythonFunction("compress_loop"), Frame(kEvalLoop),
+                      NativeContaining("zlib_compress"), Frame("deflate_[pn]")});
+    auto mapped = MappedFiles(pid);
+    std::map<std::string, ElfFacts> files;
+    std::vector<CollapsedLine> fallbacks;
+    uint64_t plt_leaves = 0;
+    for (const auto& line : plain.profile.OfPid(pid)) {
+      auto native = FramesOfKind(line, FrameKind::kNative);
+      for (size_t i = 0; i < native.size(); ++i) {
+        std::string text = NativeText(native[i]);
+        size_t plus = text.rfind("+0x");
+        if (text.rfind("libpython3.11.so", 0) != 0 || plus == std::string::npos) continue;
+        auto file = mapped.find(text.substr(0, plus));
+        if (file != mapped.end() && i + 1 == native.size() &&
+            IsPltStub(FactsOf(file->second, &files),
+                      std::stoull(text.substr(plus + 3), nullptr, 16))) {
+          plt_leaves += line.count;
+          continue;
+        }
+        fallbacks.push_back(line);
+        break;
+      }
+    }
+    EXPECT_TRUE(fallbacks.empty()) << "libpython3.11 has a full .symtab, yet frames in it fell "
+                                      "back to an address (other than a leaf in a PLT stub):"
+                                   << Excerpt(fallbacks);
+    std::cout << "[ e2e ] " << plt_leaves << " samples with a leaf in a libpython PLT stub"
+              << std::endl;
+  }
+  {
+    SCOPED_TRACE("PyPerf --insert-dso-name");
+    auto lines = with_dso.profile.OfPid(pid);
+    ASSERT_FALSE(lines.empty());
+    // Each expected name comes from the file it must come from.
+    std::map<std::string, std::string> module_of = {
+        {"_PyEval_EvalFrameDefault", "libpython3.11.so"},
+        {"zlib_compress", "zlib.cpython-311"},
+        {"deflate", "libz.so"},
+    };
+    std::map<std::string, uint64_t> seen;
+    std::map<std::string, ElfFacts> files;
+    std::vector<CollapsedLine> libpython_addresses;
+    for (const auto& line : lines) {
+      auto native = FramesOfKind(line, FrameKind::kNative);
+      for (size_t i = 0; i < native.size(); ++i) {
+        auto frame = ParseDsoFrame(NativeText(native[i]));
+        if (!frame || frame->marker) continue;
+        if (frame->symbol.empty() && Basename(frame->module).rfind("libpython3.11.so", 0) == 0 &&
+            !(i + 1 == native.size() && IsPltStub(FactsOf(frame->module, &files), frame->address)))
+          libpython_addresses.push_back(line);
+        auto expected = module_of.find(frame->symbol);
+        if (expected == module_of.end()) continue;
+        seen[frame->symbol] += line.count;
+        EXPECT_EQ(Basename(frame->module).rfind(expected->second, 0), 0u)
+            << frame->symbol << " printed as from " << frame->module << ", not " << expected->second
+            << "*\n  in: " << line.text;
+      }
+    }
+    for (const auto& [symbol, module] : module_of)
+      EXPECT_GT(seen[symbol], 0u) << "no \"" << symbol << " (/.../" << module
+                                  << "...)_[pn]\" frame:" << Excerpt(lines);
+    EXPECT_TRUE(libpython_addresses.empty())
+        << "libpython3.11 address frames (other than a leaf in a PLT stub):"
+        << Excerpt(libpython_addresses);
+    ExpectNamesNeverLie(lines);
+  }
+}
+
+// Case 2: Debian's python3.11 keeps only .dynsym: names must still never lie.
+TEST(NativeZlib, DebianNamesOnlySymbolsThatContainTheAddress) {
+  auto python = FindInterpreter(kDebianPython);
+  if (!python) PYPERF_SKIP_OR_FAIL(std::string(kDebianPython) + " is not installed");
+  PYPERF_REQUIRE_BPF();
+  if (auto why = MissingBinutils()) PYPERF_SKIP_OR_FAIL(*why);
+  auto workload = StartWorkload(*python, "native_zlib_loop.py");
+  ASSERT_NE(workload, nullptr);
+  const pid_t pid = workload->pid();
+  auto names = StartPyPerf({pid});
+  auto dso = StartPyPerf({pid}, {"--insert-dso-name"});
+  PyPerfRun plain = FinishPyPerf(*names, "PyPerf");
+  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name");
+  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+
+  {
+    SCOPED_TRACE("PyPerf");
+    // zlib is built into Debian's interpreter, whose zlib_compress is a
+    // static function: it may only show as python3.11+0x..., so the order
+    // asks for the eval loop and then libz's exported deflate.
+    CheckZlibProfile(plain.profile, pid,
+                     {PythonFunction("compress_loop"), Frame(kEvalLoop), Frame("deflate_[pn]")});
+    // The names issue 7 saw for these addresses when the nearest export was
+    // taken whatever its size: none of them runs in this workload.
+    std::vector<CollapsedLine> liars;
+    for (const auto& line : plain.profile.OfPid(pid))
+      for (const auto& f : FramesOfKind(line, FrameKind::kNative))
+        if (f.rfind("_PyImport_SetModule", 0) == 0 || f.rfind("PySys_WriteStderr", 0) == 0 ||
+            f.rfind("crc32_combine_op", 0) == 0) {
+          liars.push_back(line);
+          break;
+        }
+    EXPECT_TRUE(liars.empty()) << "names of functions that never run in this workload:"
+                               << Excerpt(liars);
+  }
+  {
+    SCOPED_TRACE("PyPerf --insert-dso-name");
+    auto lines = with_dso.profile.OfPid(pid);
+    ASSERT_FALSE(lines.empty());
+    size_t addresses = ExpectNamesNeverLie(lines);
+    // Debian's python3.11 and libz have static functions in this path
+    // (zlib_compress, deflate's helpers): some frames must be addresses.
+    EXPECT_GT(addresses, 0u) << "no `/path+0xADDR` frame at all:" << Excerpt(lines);
+  }
+}
+
+// Case 3: a C++ method called through ctypes shows demangled, under the
+// ctypes call path and above nothing but kernel frames.
+class NativeCxxTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
+  auto python = FindInterpreter(GetParam());
+  if (!python) PYPERF_SKIP_OR_FAIL("interpreter " + GetParam() + " is not installed");
+  PYPERF_REQUIRE_BPF();
+  std::string compiler = FindInPath("g++");
+  if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
+  TempDir dir;  // outlives the workload that maps the library
+  const std::string library = dir.File("libpyperf_e2e_spin.so");
+  // -fno-optimize-sibling-calls keeps the extern "C" entry a frame of its own.
+  CommandResult built =
+      RunCommand({compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
+                  "-fno-optimize-sibling-calls", "-o", library, WorkloadPath("native_cxx_spin.cc")},
+                 seconds(120));
+  ASSERT_EQ(built.exit_code, 0) << "g++ failed:\n" << built.err;
+
+  auto workload = StartWorkload(*python, "native_ctypes_spin.py", {library});
+  ASSERT_NE(workload, nullptr);
+  const pid_t pid = workload->pid();
+  auto pyperf = StartPyPerf({pid});
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf");
+  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+
+  auto lines = run.profile.OfPid(pid);
+  ASSERT_FALSE(lines.empty()) << "no samples of pid " << pid;
+  ExpectFewNativeMarkers(lines, "ctypes workload");
+  ExpectHonestFallbacks(lines, MappedFiles(pid));
+  std::vector<CollapsedLine> mangled;
+  for (const auto& line : run.profile.lines)
+    if (line.text.find("_ZN") != std::string::npos) mangled.push_back(line);
+  EXPECT_TRUE(mangled.empty()) << "mangled names in the output:" << Excerpt(mangled);
+
+  auto calls = LinesIn(run.profile, pid, "call_spin");
+  ASSERT_FALSE(calls.empty()) << "no samples in call_spin:" << Excerpt(lines);
+  uint64_t good = 0;
+  std::vector<CollapsedLine> others;
+  for (const auto& line : calls) {
+    auto native = FramesOfKind(line, FrameKind::kNative);
+    bool order = FindInOrder(line.frames,
+                             {PythonFunction("call_spin"), Frame(kEvalLoop), Frame("ffi_call_[pn]"),
+                              Frame("pyperf_e2e_spin_[pn]"), Frame(kSpinMethod)})
+                     .has_value();
+    // The method is the innermost native frame: only kernel frames follow.
+    bool leaf = !native.empty() && native.back() == kSpinMethod && !FrameOrderProblem(line);
+    if (order && leaf) {
+      good += line.count;
+    } else {
+      others.push_back(line);
+    }
+  }
+  uint64_t total = SumCounts(calls);
+  EXPECT_GE(2 * good, total) << good << " of " << total << " call_spin samples go call_spin_[p] -> "
+                             << kEvalLoop << " -> ffi_call_[pn] -> pyperf_e2e_spin_[pn] -> "
+                             << kSpinMethod
+                             << " (innermost native); the others:" << Excerpt(others);
+  std::cout << "[ e2e ] " << python->name << ": " << good << " of " << total
+            << " call_spin samples end in " << kSpinMethod << std::endl;
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, NativeCxxTest,
+                         ::testing::Values(std::string("3.11"), std::string(kDebianPython)),
+                         [](const auto& info) { return SpecTestName(info.param); });
+
+// Case 4: with no user stack copied there is nothing to unwind.
+TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
+  auto python = FindInterpreter("3.11");
+  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
+  PYPERF_REQUIRE_BPF();
+  auto workload = StartWorkload(*python, "native_zlib_loop.py");
+  ASSERT_NE(workload, nullptr);
+  const pid_t pid = workload->pid();
+  auto pyperf = StartPyPerf({pid}, {"--user-stacks-pages", "0"});
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf --user-stacks-pages 0");
+  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+
+  auto lines = run.profile.OfPid(pid);
+  ASSERT_FALSE(lines.empty()) << "no samples of pid " << pid;
+  std::vector<CollapsedLine> with_native;
+  for (const auto& line : run.profile.lines)
+    if (!FramesOfKind(line, FrameKind::kNative).empty()) with_native.push_back(line);
+  EXPECT_TRUE(with_native.empty())
+      << SumCounts(with_native) << " samples with _[pn] frames:" << Excerpt(with_native);
+  EXPECT_FALSE(LinesIn(run.profile, pid, "compress_loop").empty())
+      << "no compress_loop samples:" << Excerpt(lines);
+  auto reads = OtherThreadLinesIn(run.profile, pid, "read_loop");
+  std::vector<CollapsedLine> unused;
+  EXPECT_GT(SamplesInOrder(reads, {PythonFunction("read_loop"), SyscallEntry()}, &unused), 0u)
+      << "no read_loop sample with syscall-entry kernel frames under it:" << Excerpt(reads);
+}
+
+// The native cache's figures from the last dump line on PyPerf's stderr.
+struct NativeCacheCounters {
+  std::string state;
+  unsigned long long hits = 0, misses = 0, entries = 0, bytes = 0, evictions = 0;
+  double hit_rate = 0;
+};
+
+std::optional<NativeCacheCounters> LastNativeCacheCounters(const std::string& stderr_text) {
+  std::optional<NativeCacheCounters> last;
+  for (const auto& line : SplitLines(stderr_text)) {
+    if (line.rfind("PyPerf: samples collected: ", 0) != 0) continue;
+    size_t at = line.find("native cache: ");
+    if (at == std::string::npos) continue;
+    NativeCacheCounters c;
+    char state[8] = {0};
+    if (sscanf(line.c_str() + at,
+               "native cache: %7[a-z], hits: %llu, misses: %llu, hit rate: %lf, entries: %llu, "
+               "bytes: %llu, evictions: %llu",
+               state, &c.hits, &c.misses, &c.hit_rate, &c.entries, &c.bytes, &c.evictions) != 7)
+      continue;
+    c.state = state;
+    last = c;
+  }
+  return last;
+}
+
+// The stacks of `pid` without kernel frames, most samples first.
+std::vector<std::pair<uint64_t, std::string>> UserStacks(const CollapsedProfile& profile,
+                                                         pid_t pid) {
+  std::map<std::string, uint64_t> counts;
+  for (const auto& line : profile.OfPid(pid)) {
+    std::string key;
+    for (const auto& f : line.frames)
+      if (KindOf(f) != FrameKind::kKernel) key += f + ";";
+    counts[key] += line.count;
+  }
+  std::vector<std::pair<uint64_t, std::string>> out;
+  for (const auto& [key, n] : counts) out.emplace_back(n, key);
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+// Case 5: three processes of one interpreter running `while 1: pass` hit the
+// same (file, offset) entries; the uncached path prints the same frames.
+TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
+  auto python = FindInterpreter("3.11");
+  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
+  PYPERF_REQUIRE_BPF();
+  std::vector<std::unique_ptr<ChildProcess>> workloads;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 3; ++i) {
+    workloads.push_back(StartWorkload(*python, "native_busy_loop.py"));
+    ASSERT_NE(workloads.back(), nullptr);
+    pids.push_back(workloads.back()->pid());
+  }
+  auto on = StartPyPerf(pids);
+  auto off = StartPyPerf(pids, {"--native-cache", "off"});
+  PyPerfRun cached = FinishPyPerf(*on, "PyPerf");
+  PyPerfRun uncached = FinishPyPerf(*off, "PyPerf --native-cache off");
+
+  auto counters = LastNativeCacheCounters(cached.stderr_text);
+  ASSERT_TRUE(counters.has_value()) << "no dump line with native cache counters:\n"
+                                    << cached.stderr_text;
+  EXPECT_EQ(counters->state, "on");
+  uint64_t native_frames = 0;
+  for (const auto& line : cached.profile.lines)
+    native_frames += line.count * FramesOfKind(line, FrameKind::kNative).size();
+  for (pid_t pid : pids) {
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    auto stacks = UserStacks(cached.profile, pid);
+    ASSERT_FALSE(stacks.empty()) << "no samples of pid " << pid;
+    EXPECT_NE(stacks.front().second.find(std::string(kEvalLoop) + ";"), std::string::npos)
+        << "the most common stack: " << stacks.front().second;
+  }
+  EXPECT_GT(counters->hit_rate, 0.9) << cached.stderr_text;
+  EXPECT_LT(counters->entries * 10, native_frames)
+      << counters->entries << " entries for " << native_frames
+      << " native frames printed over 3 processes: lookups are not shared";
+  EXPECT_GE(counters->hits + counters->misses, 1u);
+  std::cout << "[ e2e ] cache on, 3 processes: " << cached.profile.TotalSamples() << " samples, "
+            << native_frames << " native frames, hits " << counters->hits << ", misses "
+            << counters->misses << ", hit rate " << counters->hit_rate << ", entries "
+            << counters->entries << ", bytes " << counters->bytes << ", evictions "
+            << counters->evictions << std::endl;
+
+  auto off_counters = LastNativeCacheCounters(uncached.stderr_text);
+  ASSERT_TRUE(off_counters.has_value()) << "no dump line with native cache counters:\n"
+                                        << uncached.stderr_text;
+  EXPECT_EQ(off_counters->state, "off");
+  // Same frames either way: each process's most common stack (all but the
+  // kernel frames) is the same, and so are the Python frames seen.
+  for (pid_t pid : pids) {
+    SCOPED_TRACE("pid " + std::to_string(pid));
+    auto a = UserStacks(cached.profile, pid), b = UserStacks(uncached.profile, pid);
+    ASSERT_FALSE(b.empty()) << "no samples of pid " << pid << " with --native-cache off";
+    EXPECT_EQ(a.front().second, b.front().second);
+    std::set<std::string> python_a, python_b;
+    for (const auto& line : cached.profile.OfPid(pid))
+      for (const auto& f : FramesOfKind(line, FrameKind::kPython)) python_a.insert(f);
+    for (const auto& line : uncached.profile.OfPid(pid))
+      for (const auto& f : FramesOfKind(line, FrameKind::kPython)) python_b.insert(f);
+    EXPECT_EQ(python_a, python_b);
+  }
+}
+
+}  // namespace
+}  // namespace pyperf_test
