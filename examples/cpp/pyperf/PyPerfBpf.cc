@@ -2,6 +2,8 @@
 #include "PyPerfBpf.h"
 
 #include <bpf/libbpf.h>
+
+#include <cstring>
 #include <linux/perf_event.h>
 
 #include "bpf_loader.h"
@@ -94,7 +96,13 @@ void PyPerfBpf::RemoveProcess(pid_t pid) {
 void PyPerfBpf::HandleEvent(void* cookie, void* data, int size) {
   auto* self = static_cast<PyPerfBpf*>(cookie);
   if (size < static_cast<int>(offsetof(pyperf_event, user_stack))) return;
-  self->on_event_(*static_cast<const pyperf_event*>(data), static_cast<size_t>(size));
+  // Perf records are 4-byte aligned (after their size word) but the event
+  // holds 8-byte fields: decode from an aligned copy, reused across samples.
+  size_t words = (static_cast<size_t>(size) + sizeof(uint64_t) - 1) / sizeof(uint64_t);
+  if (self->aligned_event_.size() < words) self->aligned_event_.resize(words);
+  std::memcpy(self->aligned_event_.data(), data, static_cast<size_t>(size));
+  self->on_event_(*reinterpret_cast<const pyperf_event*>(self->aligned_event_.data()),
+                  static_cast<size_t>(size));
 }
 
 void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {

@@ -73,6 +73,7 @@ class PyPerfBpf {
   EventCallback on_event_;
   LostCallback on_lost_;
   bool attached_ = false;
+  std::vector<uint64_t> aligned_event_;  // 8-byte aligned copy of the current event
 };
 
 }  // namespace pyperf
