@@ -11,7 +11,9 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   python3.11-dev   # Debian's CPython headers: the offsets test checks /usr/bin/python3.11
-  binutils         # addr2line, readelf: tests check native frame addresses
+  binutils         # addr2line, readelf, objcopy: tests check native frame addresses
+  xz-utils         # the .gnu_debugdata fixture
+  git              # the package test copies the tracked tree
   util-linux       # setpriv: the unprivileged-run test
   procps
   python3          # /usr/bin/python3 runs the gProfiler protocol harness
