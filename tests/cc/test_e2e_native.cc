@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "support/collapsed.h"
+#include "support/e2e.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -48,7 +49,6 @@ using std::chrono::seconds;
 
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 3;
-constexpr auto kReadyTimeout = seconds(30);
 // PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
 constexpr auto kPyPerfTimeout = seconds(90);
 
@@ -58,21 +58,6 @@ constexpr char kSpinMethod[] = "pyperf_e2e::Spinner::spin(int)_[pn]";
 
 // ---------------------------------------------------------------------------
 // Processes
-
-std::optional<Interpreter> FindInterpreter(const std::string& spec) {
-  if (spec.empty() || spec[0] != '/') return PyenvInterpreter(spec);
-  if (access(spec.c_str(), X_OK) != 0) return std::nullopt;
-  std::string name = spec.substr(1);
-  std::replace(name.begin(), name.end(), '/', '-');
-  return Interpreter{name, spec};
-}
-
-std::string SpecTestName(const std::string& spec) {
-  std::string name = spec[0] == '/' ? spec.substr(1) : "pyenv_" + spec;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
 
 // A program found on PATH, or "".
 std::string FindInPath(const std::string& program) {
@@ -86,64 +71,14 @@ std::string FindInPath(const std::string& program) {
   return "";
 }
 
-// Starts a workload and waits for its "ready" line. On failure, adds a test
-// failure with what the workload printed and returns nullptr.
-std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std::string& script,
-                                            const std::vector<std::string>& args = {}) {
-  std::vector<std::string> argv = {python.path, WorkloadPath(script)};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto child = std::make_unique<ChildProcess>(argv);
-  bool ready = WaitFor(
-      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
-      kReadyTimeout);
-  if (!ready || !child->Running()) {
-    ADD_FAILURE() << script << " on " << python.name << " did not become ready; stderr:\n"
-                  << child->Stderr();
-    return nullptr;
-  }
-  return child;
-}
-
 // PyPerf over `pids` for kProfileSeconds, plus `extra` options.
-std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<pid_t>& pids,
-                                          const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> argv = {PyPerfBinary(), "-F", std::to_string(kFrequencyHz), "-d",
+std::unique_ptr<ChildProcess> StartPyPerfOn(const std::vector<pid_t>& pids,
+                                            const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"-F", std::to_string(kFrequencyHz), "-d",
                                    std::to_string(kProfileSeconds)};
-  for (pid_t pid : pids) argv.insert(argv.end(), {"-p", std::to_string(pid)});
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return std::make_unique<ChildProcess>(argv);
-}
-
-struct PyPerfRun {
-  CollapsedProfile profile;
-  std::string stderr_text;
-};
-
-// Waits for a PyPerf started with -d to end by itself; adds failures if it
-// does not exit 0 or writes lines gProfiler could not read.
-PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what) {
-  SCOPED_TRACE(what);
-  auto status = pyperf.Wait(kPyPerfTimeout);
-  EXPECT_TRUE(status.has_value()) << "PyPerf still running after " << kPyPerfTimeout.count()
-                                  << " s; stderr:\n"
-                                  << pyperf.Stderr();
-  if (!status) {
-    pyperf.Signal(SIGKILL);
-    pyperf.Wait(seconds(5));
-  }
-  EXPECT_EQ(pyperf.ExitCode(), 0) << "stderr:\n" << pyperf.Stderr();
-  PyPerfRun run{ParseCollapsed(pyperf.Stdout()), pyperf.Stderr()};
-  EXPECT_TRUE(run.profile.unparseable.empty())
-      << run.profile.unparseable.size()
-      << " unparseable lines, the first: " << run.profile.unparseable.front();
-  return run;
-}
-
-std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6) {
-  std::string out;
-  for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;
-  if (lines.size() > max_lines) out += "\n  ... (" + std::to_string(lines.size()) + " lines)";
-  return out;
+  for (pid_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return StartPyPerf(args);
 }
 
 // The lines of thread `tid` that contain a Python frame of `function`.
@@ -641,10 +576,10 @@ TEST(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
   auto workload = StartWorkload(*python, "native_zlib_loop.py");
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  auto names = StartPyPerf({pid});
-  auto dso = StartPyPerf({pid}, {"--insert-dso-name"});
-  PyPerfRun plain = FinishPyPerf(*names, "PyPerf");
-  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name");
+  auto names = StartPyPerfOn({pid});
+  auto dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
+  PyPerfRun plain = FinishPyPerf(*names, "PyPerf", kPyPerfTimeout);
+  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
   ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
 
   {
@@ -727,10 +662,10 @@ TEST(NativeZlib, DebianNamesOnlySymbolsThatContainTheAddress) {
   auto workload = StartWorkload(*python, "native_zlib_loop.py");
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  auto names = StartPyPerf({pid});
-  auto dso = StartPyPerf({pid}, {"--insert-dso-name"});
-  PyPerfRun plain = FinishPyPerf(*names, "PyPerf");
-  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name");
+  auto names = StartPyPerfOn({pid});
+  auto dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
+  PyPerfRun plain = FinishPyPerf(*names, "PyPerf", kPyPerfTimeout);
+  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
   ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
 
   {
@@ -786,8 +721,8 @@ TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
   auto workload = StartWorkload(*python, "native_ctypes_spin.py", {library});
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  auto pyperf = StartPyPerf({pid});
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf");
+  auto pyperf = StartPyPerfOn({pid});
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf", kPyPerfTimeout);
   ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
 
   auto lines = run.profile.OfPid(pid);
@@ -838,8 +773,8 @@ TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
   auto workload = StartWorkload(*python, "native_zlib_loop.py");
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  auto pyperf = StartPyPerf({pid}, {"--user-stacks-pages", "0"});
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf --user-stacks-pages 0");
+  auto pyperf = StartPyPerfOn({pid}, {"--user-stacks-pages", "0"});
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf --user-stacks-pages 0", kPyPerfTimeout);
   ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
 
   auto lines = run.profile.OfPid(pid);
@@ -912,10 +847,10 @@ TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
     ASSERT_NE(workloads.back(), nullptr);
     pids.push_back(workloads.back()->pid());
   }
-  auto on = StartPyPerf(pids);
-  auto off = StartPyPerf(pids, {"--native-cache", "off"});
-  PyPerfRun cached = FinishPyPerf(*on, "PyPerf");
-  PyPerfRun uncached = FinishPyPerf(*off, "PyPerf --native-cache off");
+  auto on = StartPyPerfOn(pids);
+  auto off = StartPyPerfOn(pids, {"--native-cache", "off"});
+  PyPerfRun cached = FinishPyPerf(*on, "PyPerf", kPyPerfTimeout);
+  PyPerfRun uncached = FinishPyPerf(*off, "PyPerf --native-cache off", kPyPerfTimeout);
 
   auto counters = LastNativeCacheCounters(cached.stderr_text);
   ASSERT_TRUE(counters.has_value()) << "no dump line with native cache counters:\n"

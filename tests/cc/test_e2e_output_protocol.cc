@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/collapsed.h"
+#include "support/e2e.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -27,45 +28,14 @@ using Clock = std::chrono::system_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kReadyTimeout = seconds(30);
 constexpr auto kPyPerfTimeout = seconds(90);  // startup (BPF load) on a busy machine, plus -d
 constexpr auto kGProfilerFileTimeout = seconds(10);  // gProfiler waits this long for PATH
 constexpr auto kGProfilerDumpTimeout = seconds(5);   // and this long for a dump
 
 std::optional<Interpreter> AnyInterpreter() {
-  if (auto python = PyenvInterpreter("3.11")) return python;
-  if (access("/usr/bin/python3.11", X_OK) == 0)
-    return Interpreter{"usr-bin-python3.11", "/usr/bin/python3.11"};
-  for (const char* minor : {"3.12", "3.10"})
-    if (auto python = PyenvInterpreter(minor)) return python;
+  for (const char* spec : {"3.11", "/usr/bin/python3.11", "3.12", "3.10"})
+    if (auto python = FindInterpreter(spec)) return python;
   return std::nullopt;
-}
-
-std::unique_ptr<ChildProcess> StartCallTree(const Interpreter& python) {
-  auto child = std::make_unique<ChildProcess>(
-      std::vector<std::string>{python.path, WorkloadPath("calltree.py")});
-  bool ready = WaitFor(
-      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
-      kReadyTimeout);
-  if (!ready || !child->Running()) {
-    ADD_FAILURE() << "calltree.py on " << python.name << " did not become ready; stderr:\n"
-                  << child->Stderr();
-    return nullptr;
-  }
-  return child;
-}
-
-std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {PyPerfBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<ChildProcess>(argv);
-}
-
-bool WaitForStderr(ChildProcess& child, const std::string& text,
-                   std::chrono::milliseconds timeout) {
-  return WaitFor([&] { return child.Stderr().find(text) != std::string::npos || !child.Running(); },
-                 timeout) &&
-         child.Stderr().find(text) != std::string::npos;
 }
 
 // One "samples collected: N, ..., output: FILE" line PyPerf prints per dump.
@@ -145,7 +115,7 @@ class OutputProtocolTest : public ::testing::Test {
     python_ = AnyInterpreter();
     if (!python_) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
     PYPERF_REQUIRE_BPF();
-    workload_ = StartCallTree(*python_);
+    workload_ = StartWorkload(*python_, "calltree.py");
     ASSERT_NE(workload_, nullptr);
     path_ = dir_.File("pyperf.col");
   }

@@ -26,6 +26,7 @@
 
 #include "PythonFrameFormat.h"
 #include "support/collapsed.h"
+#include "support/e2e.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -49,71 +50,10 @@ constexpr int kFrequencyHz = 199;
 // between two calls of spin, would already fail it).
 constexpr int kCallTreeFrequencyHz = 499;
 constexpr int kProfileSeconds = 3;
-constexpr auto kReadyTimeout = seconds(30);
 // PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
 constexpr auto kPyPerfTimeout = seconds(90);
-
-std::optional<Interpreter> FindInterpreter(const std::string& spec) {
-  if (spec.empty() || spec[0] != '/') return PyenvInterpreter(spec);
-  if (access(spec.c_str(), X_OK) != 0) return std::nullopt;
-  std::string name = spec.substr(1);
-  std::replace(name.begin(), name.end(), '/', '-');
-  return Interpreter{name, spec};
-}
-
-// Test-name suffix for an interpreter spec: "3.11" -> "pyenv_3_11",
-// "/usr/bin/python3.11" -> "usr_bin_python3_11".
-std::string SpecTestName(const std::string& spec) {
-  std::string name = spec[0] == '/' ? spec.substr(1) : "pyenv_" + spec;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return name;
-}
-
-// Starts a workload and waits for its "ready" line. On failure, adds a test
-// failure with what the workload printed and returns nullptr.
-std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std::string& script,
-                                            const std::map<std::string, std::string>& env = {}) {
-  ChildProcess::Options options;
-  options.env = env;
-  auto child = std::make_unique<ChildProcess>(
-      std::vector<std::string>{python.path, WorkloadPath(script)}, options);
-  bool ready = WaitFor(
-      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
-      kReadyTimeout);
-  if (!ready || !child->Running()) {
-    ADD_FAILURE() << script << " on " << python.name << " did not become ready; stderr:\n"
-                  << child->Stderr();
-    return nullptr;
-  }
-  return child;
-}
-
-std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {PyPerfBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<ChildProcess>(argv);
-}
-
-// Waits for a PyPerf started with -d to end by itself and returns its parsed
-// stdout; adds failures if it does not exit 0 or writes unreadable lines.
-CollapsedProfile FinishPyPerf(ChildProcess& pyperf, const std::string& what) {
-  SCOPED_TRACE(what);
-  auto status = pyperf.Wait(kPyPerfTimeout);
-  EXPECT_TRUE(status.has_value()) << "PyPerf still running after " << kPyPerfTimeout.count()
-                                  << " s; stderr:\n"
-                                  << pyperf.Stderr();
-  if (!status) {
-    pyperf.Signal(SIGKILL);
-    pyperf.Wait(seconds(5));
-  }
-  EXPECT_EQ(pyperf.ExitCode(), 0) << "stderr:\n" << pyperf.Stderr();
-  CollapsedProfile profile = ParseCollapsed(pyperf.Stdout());
-  EXPECT_TRUE(profile.unparseable.empty())
-      << profile.unparseable.size()
-      << " unparseable lines, the first: " << profile.unparseable.front();
-  return profile;
-}
+// Lines of a profile a failure message shows.
+constexpr size_t kExcerptLines = 8;
 
 std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, const std::string& line_mode,
                                      int frequency = kFrequencyHz, int duration = kProfileSeconds) {
@@ -145,13 +85,6 @@ void ExpectWellFormed(const std::vector<CollapsedLine>& lines) {
       }
     }
   }
-}
-
-std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 8) {
-  std::string out;
-  for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;
-  if (lines.size() > max_lines) out += "\n  ... (" + std::to_string(lines.size()) + " lines)";
-  return out;
 }
 
 // Failures recorded so far in the running test.
@@ -315,23 +248,6 @@ std::optional<pid_t> ThreadRunning(const CollapsedProfile& profile, pid_t pid,
   return tids[0];
 }
 
-// Lines whose Python frames end with frames of these functions (in this
-// order, innermost last); `rooted` also requires the first to be the root.
-std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
-                                           const std::vector<std::string>& functions, bool rooted) {
-  std::vector<CollapsedLine> out;
-  for (const auto& line : lines) {
-    auto frames = PythonFramesOf(line);
-    if (frames.size() < functions.size() || (rooted && frames.size() != functions.size())) continue;
-    size_t offset = frames.size() - functions.size();
-    bool match = true;
-    for (size_t i = 0; i < functions.size() && match; ++i)
-      match = frames[offset + i].function == functions[i];
-    if (match) out.push_back(line);
-  }
-  return out;
-}
-
 struct CallTreeFigures {
   uint64_t samples = 0;
   uint64_t samples_with_error_marker = 0;
@@ -357,7 +273,7 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
     SCOPED_TRACE("main thread: <module> -> main_busy -> main_leaf");
     auto main_lines = profile.OfTid(pid);
     auto matching = LinesEndingWith(main_lines, {"<module>", "main_busy", "main_leaf"}, true);
-    EXPECT_FALSE(matching.empty()) << "main thread's lines:" << Excerpt(main_lines);
+    EXPECT_FALSE(matching.empty()) << "main thread's lines:" << Excerpt(main_lines, kExcerptLines);
     const int before = FailureCount();  // report the first wrong line only
     for (const auto& line : matching) {
       if (FailureCount() > before) break;
@@ -379,7 +295,8 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
     SCOPED_TRACE("worker-method thread: Worker.run -> Worker.spin");
     auto worker_lines = profile.OfTid(*tid);
     auto matching = LinesEndingWith(worker_lines, {"run", "spin"}, false);
-    EXPECT_FALSE(matching.empty()) << "worker thread's lines:" << Excerpt(worker_lines);
+    EXPECT_FALSE(matching.empty())
+        << "worker thread's lines:" << Excerpt(worker_lines, kExcerptLines);
     const int before = FailureCount();
     for (const auto& line : matching) {
       if (FailureCount() > before) break;
@@ -406,14 +323,14 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
     }
     EXPECT_GE(Percent(figures.worker_samples_in_spin, figures.worker_samples), 99.0)
         << figures.worker_samples_in_spin << " of " << figures.worker_samples
-        << " samples end in Worker.spin; the others:" << Excerpt(other_leaves);
+        << " samples end in Worker.spin; the others:" << Excerpt(other_leaves, kExcerptLines);
   }
 
   if (auto tid = ThreadRunning(profile, pid, "class_spin", std::nullopt)) {
     SCOPED_TRACE("worker-cls thread: Worker.class_spin");
     auto cls_lines = profile.OfTid(*tid);
     auto matching = LinesEndingWith(cls_lines, {"class_spin"}, false);
-    EXPECT_FALSE(matching.empty()) << Excerpt(cls_lines);
+    EXPECT_FALSE(matching.empty()) << Excerpt(cls_lines, kExcerptLines);
     const int before = FailureCount();
     for (const auto& line : matching) {
       if (FailureCount() > before) break;
@@ -437,7 +354,7 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
     }
     EXPECT_TRUE(found) << "no stack of the syscall-loop thread has syscall_loop followed by "
                           "entry_SYSCALL*/do_syscall_64 _[k] frames:"
-                       << Excerpt(syscall_lines);
+                       << Excerpt(syscall_lines, kExcerptLines);
     const int before = FailureCount();
     for (const auto& line : LinesEndingWith(syscall_lines, {"syscall_loop"}, false)) {
       if (FailureCount() > before) break;
@@ -485,7 +402,7 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
   }
   EXPECT_LT(Percent(figures.samples_with_error_marker, figures.samples), 1.0)
       << figures.samples_with_error_marker << " of " << figures.samples
-      << " samples carry an error marker:" << Excerpt(with_errors);
+      << " samples carry an error marker:" << Excerpt(with_errors, kExcerptLines);
   return figures;
 }
 
@@ -510,8 +427,10 @@ TEST_P(PythonStacksTest, CallTreeFramesAreCorrectInBothLineModes) {
   ASSERT_NE(workload, nullptr);
   auto first = StartPyPerf(ProfileArgs({workload->pid()}, "first", kCallTreeFrequencyHz));
   auto current = StartPyPerf(ProfileArgs({workload->pid()}, "current", kCallTreeFrequencyHz));
-  CollapsedProfile first_profile = FinishPyPerf(*first, "--line-numbers first");
-  CollapsedProfile current_profile = FinishPyPerf(*current, "--line-numbers current");
+  CollapsedProfile first_profile =
+      FinishPyPerf(*first, "--line-numbers first", kPyPerfTimeout).profile;
+  CollapsedProfile current_profile =
+      FinishPyPerf(*current, "--line-numbers current", kPyPerfTimeout).profile;
   ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
 
   for (bool current_lines : {false, true}) {
@@ -549,10 +468,10 @@ TEST_P(PythonStacksTest, CallTreeFramesAreCorrectInBothLineModes) {
 // 300 sleeping threads started after a busy one put it deepest in CPython's
 // thread list; it and the main thread must still be found.
 TEST_P(PythonStacksTest, FindsThreadsAmong300) {
-  auto workload = StartWorkload(*interpreter_, "many_threads.py", {{"THREADS", "300"}});
+  auto workload = StartWorkload(*interpreter_, "many_threads.py", {}, {{"THREADS", "300"}});
   ASSERT_NE(workload, nullptr);
   auto pyperf = StartPyPerf(ProfileArgs({workload->pid()}, "first"));
-  CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf");
+  CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf", kPyPerfTimeout).profile;
   auto lines = profile.OfPid(workload->pid());
   ASSERT_FALSE(lines.empty()) << "no samples of pid " << workload->pid();
   ExpectWellFormed(lines);
@@ -565,7 +484,7 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
   auto main_lines =
       LinesEndingWith(profile.OfTid(workload->pid()), {"<module>", "main_spin"}, true);
   EXPECT_FALSE(main_lines.empty())
-      << "main thread's lines:" << Excerpt(profile.OfTid(workload->pid()));
+      << "main thread's lines:" << Excerpt(profile.OfTid(workload->pid()), kExcerptLines);
   std::vector<CollapsedLine> thread_state_errors;
   for (const auto& line : lines) {
     const auto& f = line.frames;
@@ -574,7 +493,8 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
   }
   EXPECT_TRUE(thread_state_errors.empty())
       << SumCounts(thread_state_errors) << " of " << SumCounts(lines)
-      << " samples could not find their thread state:" << Excerpt(thread_state_errors);
+      << " samples could not find their thread state:"
+      << Excerpt(thread_state_errors, kExcerptLines);
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(kInterpreters),
@@ -599,15 +519,16 @@ TEST(PythonStacksFiltering, ProfilesOnlyTheProcessesGivenWithP) {
   auto other = StartWorkload(*python, "calltree.py");
   ASSERT_TRUE(a && b && other);
   auto pyperf = StartPyPerf(ProfileArgs({a->pid(), b->pid()}, "first"));
-  CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf -p A -p B");
+  CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf -p A -p B", kPyPerfTimeout).profile;
   EXPECT_FALSE(profile.OfPid(a->pid()).empty()) << "no samples of the first -p";
   EXPECT_FALSE(profile.OfPid(b->pid()).empty()) << "no samples of the second -p";
   auto others = profile.OfPid(other->pid());
-  EXPECT_TRUE(others.empty()) << "a process not given with -p:" << Excerpt(others);
+  EXPECT_TRUE(others.empty()) << "a process not given with -p:" << Excerpt(others, kExcerptLines);
   std::vector<CollapsedLine> unexpected;
   for (const auto& line : profile.lines)
     if (line.pid != a->pid() && line.pid != b->pid()) unexpected.push_back(line);
-  EXPECT_TRUE(unexpected.empty()) << "lines of pids not given with -p:" << Excerpt(unexpected);
+  EXPECT_TRUE(unexpected.empty()) << "lines of pids not given with -p:"
+                                  << Excerpt(unexpected, kExcerptLines);
 }
 
 // Without -p, a Python process started after PyPerf is picked up by the next
@@ -617,11 +538,7 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
   PYPERF_REQUIRE_BPF();
   auto pyperf = StartPyPerf({"-F", std::to_string(kFrequencyHz), "--update-interval", "1"});
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return pyperf->Stderr().find("Ready to profile") != std::string::npos || !pyperf->Running();
-      },
-      kPyPerfTimeout))
+  ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout) || !pyperf->Running())
       << "stderr:\n"
       << pyperf->Stderr();
   ASSERT_TRUE(pyperf->Running()) << "stderr:\n" << pyperf->Stderr();
@@ -631,7 +548,8 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   // One rescan (1 s) and then samples for 2 s.
   std::this_thread::sleep_for(seconds(3));
   pyperf->Signal(SIGTERM);
-  CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf, no -p, --update-interval 1");
+  CollapsedProfile profile =
+      FinishPyPerf(*pyperf, "PyPerf, no -p, --update-interval 1", kPyPerfTimeout).profile;
   auto lines = profile.OfPid(workload->pid());
   ASSERT_FALSE(lines.empty()) << "no samples of pid " << workload->pid() << " started 2 s after "
                               << "PyPerf; pids seen: " << [&] {
@@ -644,7 +562,7 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   EXPECT_FALSE(
       LinesEndingWith(profile.OfTid(workload->pid()), {"<module>", "main_busy", "main_leaf"}, true)
           .empty())
-      << Excerpt(lines);
+      << Excerpt(lines, kExcerptLines);
 }
 
 }  // namespace

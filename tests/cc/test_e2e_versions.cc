@@ -39,6 +39,7 @@
 
 #include "PythonFrameFormat.h"
 #include "support/collapsed.h"
+#include "support/e2e.h"
 #include "support/python_roots.h"
 #include "support/test_support.h"
 
@@ -190,13 +191,6 @@ std::map<std::string, int> FirstLinesFromInterpreter(const RunningTarget& run) {
   while (in >> name >> line) lines.emplace(name, line);
   EXPECT_EQ(result.exit_code, 0) << "cannot compile " << run.script << ": " << result.err;
   return lines;
-}
-
-std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6) {
-  std::string out;
-  for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;
-  if (lines.size() > max_lines) out += "\n  ... (" + std::to_string(lines.size()) + " lines)";
-  return out;
 }
 
 bool WaitForReady(ChildProcess& child, bool in_stderr) {
@@ -423,23 +417,6 @@ void ExpectFrame(const PythonFrame& frame, const PythonSource& source, const Run
     EXPECT_GE(frame.line, first) << "a line of " << function;
     EXPECT_LE(frame.line, source.LastLine(function)) << "a line of " << function;
   }
-}
-
-// Lines whose Python frames end with `functions` (innermost last); `rooted`
-// also requires the first of them to be the root.
-std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
-                                           const std::vector<std::string>& functions, bool rooted) {
-  std::vector<CollapsedLine> out;
-  for (const auto& line : lines) {
-    auto frames = PythonFramesOf(line);
-    if (frames.size() < functions.size() || (rooted && frames.size() != functions.size())) continue;
-    size_t offset = frames.size() - functions.size();
-    bool match = true;
-    for (size_t i = 0; i < functions.size() && match; ++i)
-      match = frames[offset + i].function == functions[i];
-    if (match) out.push_back(line);
-  }
-  return out;
 }
 
 // The lines of the one thread of `pid` whose stacks contain `function`.

@@ -301,4 +301,19 @@ bool IsPythonFunction(const std::string& frame, const std::string& function,
   return !class_name || parsed->class_name == *class_name;
 }
 
+std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
+                                           const std::vector<std::string>& functions, bool rooted) {
+  std::vector<CollapsedLine> out;
+  for (const auto& line : lines) {
+    auto frames = PythonFramesOf(line);
+    if (frames.size() < functions.size() || (rooted && frames.size() != functions.size())) continue;
+    size_t offset = frames.size() - functions.size();
+    bool match = true;
+    for (size_t i = 0; i < functions.size() && match; ++i)
+      match = frames[offset + i].function == functions[i];
+    if (match) out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace pyperf_test

@@ -99,6 +99,12 @@ std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::strin
 // The Python frames of `line`, parsed; frames that do not parse are skipped.
 std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line);
 
+// The lines whose Python frames end with frames of `functions` (in this
+// order, innermost last); `rooted` also requires the first of them to be the
+// root.
+std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
+                                           const std::vector<std::string>& functions, bool rooted);
+
 // True if `frame` is a Python frame of `function` (and, when given, of
 // `class_name`; "" requires a plain function).
 bool IsPythonFunction(const std::string& frame, const std::string& function,

@@ -1,0 +1,86 @@
+// Helpers of the end-to-end tests: see e2e.h.
+#include "support/e2e.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace pyperf_test {
+
+std::optional<Interpreter> FindInterpreter(const std::string& spec) {
+  if (spec.empty() || spec[0] != '/') return PyenvInterpreter(spec);
+  if (access(spec.c_str(), X_OK) != 0) return std::nullopt;
+  std::string name = spec.substr(1);
+  std::replace(name.begin(), name.end(), '/', '-');
+  return Interpreter{name, spec};
+}
+
+std::string SpecTestName(const std::string& spec) {
+  std::string name = spec[0] == '/' ? spec.substr(1) : "pyenv_" + spec;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std::string& script,
+                                            const std::vector<std::string>& args,
+                                            const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv = {python.path, WorkloadPath(script)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess::Options options;
+  options.env = env;
+  auto child = std::make_unique<ChildProcess>(argv, options);
+  bool ready = WaitFor(
+      [&] { return child->Stdout().find("ready\n") != std::string::npos || !child->Running(); },
+      kWorkloadReadyTimeout);
+  if (!ready || !child->Running()) {
+    ADD_FAILURE() << script << " on " << python.name << " did not become ready; stderr:\n"
+                  << child->Stderr();
+    return nullptr;
+  }
+  return child;
+}
+
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PyPerfBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<ChildProcess>(argv);
+}
+
+bool WaitForStderr(ChildProcess& child, const std::string& text,
+                   std::chrono::milliseconds timeout) {
+  return WaitFor([&] { return child.Stderr().find(text) != std::string::npos || !child.Running(); },
+                 timeout) &&
+         child.Stderr().find(text) != std::string::npos;
+}
+
+PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
+                       std::chrono::milliseconds timeout) {
+  SCOPED_TRACE(what);
+  auto status = pyperf.Wait(timeout);
+  EXPECT_TRUE(status.has_value())
+      << "PyPerf still running after "
+      << std::chrono::duration_cast<std::chrono::seconds>(timeout).count() << " s; stderr:\n"
+      << pyperf.Stderr();
+  if (!status) {
+    pyperf.Signal(SIGKILL);
+    pyperf.Wait(std::chrono::seconds(5));
+  }
+  EXPECT_EQ(pyperf.ExitCode(), 0) << "stderr:\n" << pyperf.Stderr();
+  PyPerfRun run{ParseCollapsed(pyperf.Stdout()), pyperf.Stderr()};
+  EXPECT_TRUE(run.profile.unparseable.empty())
+      << run.profile.unparseable.size()
+      << " unparseable lines, the first: " << run.profile.unparseable.front();
+  return run;
+}
+
+std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {
+  std::string out;
+  for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;
+  if (lines.size() > max_lines) out += "\n  ... (" + std::to_string(lines.size()) + " lines)";
+  return out;
+}
+
+}  // namespace pyperf_test

@@ -1,0 +1,59 @@
+// Helpers of the end-to-end tests: finding the interpreters they run, starting
+// a workload and waiting for its "ready" line, and starting the built PyPerf,
+// waiting for it and reading what it wrote.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/collapsed.h"
+#include "support/test_support.h"
+
+namespace pyperf_test {
+
+// How long a workload may take to print its "ready" line.
+inline constexpr std::chrono::seconds kWorkloadReadyTimeout{30};
+
+// The interpreter for `spec`: "X.Y" is pyenv's X.Y.z, a path is that binary,
+// named after its path ("/usr/bin/python3.11" -> "usr-bin-python3.11").
+// Nullopt if it is not installed.
+std::optional<Interpreter> FindInterpreter(const std::string& spec);
+
+// Test-name suffix for an interpreter spec: "3.11" -> "pyenv_3_11",
+// "/usr/bin/python3.11" -> "usr_bin_python3_11".
+std::string SpecTestName(const std::string& spec);
+
+// Starts `python` on tests/cc/workloads/<script> with `args` (and `env` added
+// to its environment) and waits kWorkloadReadyTimeout for its "ready" line.
+// On failure, adds a test failure with what the workload printed and returns
+// nullptr.
+std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std::string& script,
+                                            const std::vector<std::string>& args = {},
+                                            const std::map<std::string, std::string>& env = {});
+
+// Starts the built PyPerf with `args`.
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args);
+
+// Waits until `text` is on the child's stderr or the child ends; true if the
+// text is there.
+bool WaitForStderr(ChildProcess& child, const std::string& text, std::chrono::milliseconds timeout);
+
+struct PyPerfRun {
+  CollapsedProfile profile;  // stdout, parsed
+  std::string stderr_text;
+};
+
+// Waits `timeout` for a PyPerf started with -d to end by itself (killing it
+// otherwise) and returns what it wrote; adds failures, traced with `what`, if
+// it does not exit 0 or writes lines gProfiler could not read.
+PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
+                       std::chrono::milliseconds timeout);
+
+// The first `max_lines` lines, one per line, for a failure message.
+std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
+
+}  // namespace pyperf_test
