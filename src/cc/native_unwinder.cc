@@ -6,7 +6,6 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,8 @@
 #include <unordered_set>
 
 #include "elf_symbolizer.h"
+#include "proc_maps.h"
+#include "process_memory.h"
 #include "unique_fd.h"
 
 // Exported by libunwind-x86_64 (1.6.2) but not declared in its public headers:
@@ -124,87 +125,32 @@ int ReadProcIdentity(pid_t pid, ProcIdentity* id) {
   return field >= 22 ? 0 : EINVAL;
 }
 
-bool ParseHex(std::string_view* s, uint64_t* out) {
-  uint64_t v = 0;
-  size_t i = 0;
-  for (; i < s->size(); ++i) {
-    char c = (*s)[i];
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      d = c - 'A' + 10;
-    else
-      break;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  if (i == 0) return false;
-  s->remove_prefix(i);
-  *out = v;
-  return true;
-}
-
-bool ParseDec(std::string_view* s, uint64_t* out) {
-  uint64_t v = 0;
-  size_t i = 0;
-  for (; i < s->size() && (*s)[i] >= '0' && (*s)[i] <= '9'; ++i) v = v * 10 + ((*s)[i] - '0');
-  if (i == 0) return false;
-  s->remove_prefix(i);
-  *out = v;
-  return true;
-}
-
-bool Expect(std::string_view* s, char c) {
-  if (s->empty() || (*s)[0] != c) return false;
-  s->remove_prefix(1);
-  return true;
-}
-
-void SkipSpaces(std::string_view* s) {
-  while (!s->empty() && (*s)[0] == ' ') s->remove_prefix(1);
-}
-
 // Keeps the executable mappings of a /proc/PID/maps text, sorted by address.
-// A minimal parser on purpose: this file must not depend on proc_maps.h.
+// A path keeps the kernel's " (deleted)" suffix: opening the file looks at it.
 void ParseExecMappings(std::string_view text, std::vector<ExecMapping>* maps,
                        std::vector<std::string>* paths) {
   maps->clear();
   paths->clear();
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    uint64_t start, end, pgoff, major, minor, ino;
-    std::string_view s = line;
-    if (!ParseHex(&s, &start) || !Expect(&s, '-') || !ParseHex(&s, &end)) continue;
-    SkipSpaces(&s);
-    if (s.size() < 4) continue;
-    bool exec = s[2] == 'x';
-    s.remove_prefix(4);
-    SkipSpaces(&s);
-    if (!ParseHex(&s, &pgoff)) continue;
-    SkipSpaces(&s);
-    if (!ParseHex(&s, &major) || !Expect(&s, ':') || !ParseHex(&s, &minor)) continue;
-    SkipSpaces(&s);
-    if (!ParseDec(&s, &ino)) continue;
-    SkipSpaces(&s);
-    if (!exec) continue;
+  auto parsed = ParseProcMaps(text);
+  if (!parsed.ok()) return;
+  for (const MemoryMapping& mapping : *parsed) {
+    if (!mapping.executable()) continue;
     ExecMapping m;
-    m.start = start;
-    m.end = end;
-    m.pgoff = pgoff;
-    if (s == "[vdso]") {
+    m.start = mapping.start;
+    m.end = mapping.end;
+    m.pgoff = mapping.offset;
+    if (mapping.path == "[vdso]") {
       m.kind = ExecMapping::kVdso;
       m.file = kVdsoFileId;
-    } else if (ino == 0 || s.empty() || s[0] != '/') {
+    } else if (!mapping.is_file()) {
       m.kind = ExecMapping::kAnonymous;  // JIT code, [vsyscall], ...
     } else {
       m.kind = ExecMapping::kFile;
-      m.file = FileId{static_cast<uint64_t>(makedev(major, minor)), ino};
+      m.file = FileId{static_cast<uint64_t>(makedev(mapping.dev_major, mapping.dev_minor)),
+                      mapping.inode};
     }
-    if (paths->empty() || paths->back() != s) paths->emplace_back(s);
+    std::string path = mapping.deleted ? mapping.path + " (deleted)" : mapping.path;
+    if (paths->empty() || paths->back() != path) paths->push_back(std::move(path));
     m.path = static_cast<uint32_t>(paths->size() - 1);
     maps->push_back(m);
   }
@@ -224,17 +170,11 @@ std::pair<const uint8_t*, size_t> OwnVdsoImage() {
     std::pair<const uint8_t*, size_t> result{nullptr, 0};
     auto base = static_cast<uint64_t>(getauxval(AT_SYSINFO_EHDR));
     if (!base) return result;
-    std::string maps;
-    if (ReadWholeFile("/proc/self/maps", &maps) != 0) return result;
-    std::string_view text = maps;
-    while (!text.empty()) {
-      size_t nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-      uint64_t start, end;
-      std::string_view s = line;
-      if (ParseHex(&s, &start) && Expect(&s, '-') && ParseHex(&s, &end) && start == base) {
-        result = {reinterpret_cast<const uint8_t*>(base), static_cast<size_t>(end - start)};
+    auto maps = ReadProcMaps(getpid());
+    if (!maps.ok()) return result;
+    for (const MemoryMapping& m : *maps) {
+      if (m.start == base) {
+        result = {reinterpret_cast<const uint8_t*>(base), static_cast<size_t>(m.size())};
         break;
       }
     }
@@ -682,10 +622,7 @@ class NativeUnwinder::Impl {
     }
     if (recorded) return -UNW_EINVAL;
     ++call->impl->remote_reads_;
-    struct iovec local = {val, sizeof(*val)};
-    struct iovec remote = {reinterpret_cast<void*>(addr), sizeof(*val)};
-    ssize_t n = process_vm_readv(s.pid, &local, 1, &remote, 1, 0);
-    return n == static_cast<ssize_t>(sizeof(*val)) ? 0 : -UNW_EINVAL;
+    return ReadProcessMemory(s.pid, addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;
   }
 
   static int AccessReg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {

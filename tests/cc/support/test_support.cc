@@ -1,6 +1,8 @@
 // Shared test helpers: see test_support.h.
 #include "support/test_support.h"
 
+#include "bpf_loader.h"
+
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -23,18 +25,6 @@ bool StrictMode() {
 }
 
 namespace {
-bool HasCapability(int cap) {
-  // Effective capabilities from /proc/self/status (CapEff, hex bitmask).
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0) {
-      unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-      return (mask >> cap) & 1;
-    }
-  }
-  return false;
-}
 int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
   ::remove(path);
   return 0;
@@ -42,10 +32,8 @@ int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
 }  // namespace
 
 std::optional<std::string> BpfUnavailableReason() {
-  constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
-  bool privileged = geteuid() == 0 || HasCapability(kCapSysAdmin) ||
-                    (HasCapability(kCapBpf) && HasCapability(kCapPerfmon));
-  if (!privileged) return std::string("needs root or CAP_BPF + CAP_PERFMON");
+  pyperf::Status privileges = pyperf::CheckBpfPrivileges();
+  if (!privileges.ok()) return privileges.message();
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return std::string("no kernel BTF at /sys/kernel/btf/vmlinux");
   return std::nullopt;
