@@ -114,7 +114,6 @@ Status PyPerfProfiler::Init() {
   auto ksyms = KernelSymbols::Load();
   if (ksyms.ok()) {
     kernel_symbols_ = std::move(*ksyms);
-    kernel_symbols_loaded_ = true;
   } else {
     Log(0, "kernel frames will be unnamed: " + ksyms.error());
   }
@@ -176,7 +175,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
     reject(st.message());
     return;
   }
-  tracked_[info.pid] = Tracked{info.start_time, proc.layout, info.version};
+  tracked_[info.pid] = Tracked{info.start_time, info.version};
   Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
              ", " + info.module.path + ", offsets: " + resolved->source + ")");
 }
@@ -240,7 +239,7 @@ void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
   std::vector<uint64_t> addrs = bpf_->KernelStack(stack_id);
   for (auto it = addrs.rbegin(); it != addrs.rend(); ++it) {
     std::optional<std::string_view> name;
-    if (kernel_symbols_loaded_) name = kernel_symbols_.Lookup(*it);
+    if (!kernel_symbols_.empty()) name = kernel_symbols_.Lookup(*it);
     if (name) {
       stack->append(name->data(), name->size());
     } else {
@@ -297,8 +296,9 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   std::string& s = scratch_;
   s.clear();
   AppendComm(event.comm, &s);
-  s.append("-").append(std::to_string(event.pid)).append("/").append(std::to_string(event.tid));
-  s.push_back(';');
+  char ids[32];  // no allocation per sample
+  int n = snprintf(ids, sizeof(ids), "-%u/%u;", event.pid, event.tid);
+  s.append(ids, static_cast<size_t>(n));
   if (event.truncated) {
     s.append("[Truncated Python Stack]_[pe];");
     ++counters_.truncated;
@@ -347,7 +347,6 @@ Status PyPerfProfiler::Dump(bool final_dump) {
     native_at_last_dump_ = now;
   }
   fprintf(stderr, "PyPerf: %s%s\n", line, native_line.c_str());
-  total_samples_ += info->samples;
   counters_ = IntervalCounters{};
   return Status::Ok();
 }

@@ -71,11 +71,9 @@ class PyPerfProfiler {
   std::vector<NativeFrame> native_frames_;   // reused: no allocation per sample
   NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
-  bool kernel_symbols_loaded_ = false;
 
   struct Tracked {
     uint64_t start_time = 0;
-    uint32_t layout = 0;
     PythonVersion version;
   };
   std::map<pid_t, Tracked> tracked_;
@@ -84,7 +82,6 @@ class PyPerfProfiler {
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;
-  uint64_t total_samples_ = 0;
   std::string scratch_;
 };
 
