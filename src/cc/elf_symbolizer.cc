@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "unique_fd.h"
+#include "utf8.h"
 
 namespace pyperf {
 
@@ -708,6 +709,8 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
         out->append(WithoutDeleted(module_path));
         out->push_back(')');
       }
+      // Symbol tables and paths are bytes: what is printed is UTF-8.
+      SanitizeUtf8InPlace(out);
       return true;
     }
   }
@@ -715,6 +718,7 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
   char hex[24];
   snprintf(hex, sizeof(hex), "+0x%" PRIx64, vaddr);
   out->append(hex);
+  SanitizeUtf8InPlace(out);
   return false;
 }
 
@@ -723,6 +727,7 @@ void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_d
   out->assign("[unknown] (");
   out->append(insert_dso_name ? WithoutDeleted(module_path) : ModuleBasename(module_path));
   out->push_back(')');
+  SanitizeUtf8InPlace(out);
 }
 
 }  // namespace pyperf

@@ -158,7 +158,8 @@ std::string DemangleSymbol(std::string_view name);
 // is inside one, else `<basename of module_path>+0x<vaddr>`. With
 // insert_dso_name the module's full path is used: `sym (/full/path)` and
 // `/full/path+0x<vaddr>`. `vaddr` is the ELF virtual address (load bias
-// removed). Returns whether a symbol was found.
+// removed). The name is strict UTF-8 (utf8.h): symbol and path bytes that are
+// not become U+FFFD. Returns whether a symbol was found.
 bool FormatNativeFrameName(const NativeModule* module, std::string_view module_path, uint64_t vaddr,
                            bool insert_dso_name, std::string* out);
 // Same, for a module that could not be read: `[unknown] (basename)`.

@@ -70,6 +70,8 @@ const std::map<std::string, std::string>& ExpectedFromHeaders() {
       {"tuple_object.size", "sizeof(PyTupleObject)"},
       {"tuple_object.ob_item", "offsetof(PyTupleObject, ob_item)"},
       {"tuple_object.ob_size", "offsetof(PyTupleObject, ob_base.ob_size)"},
+      {"bytes_object.size", "sizeof(PyBytesObject)"},
+      {"bytes_object.ob_sval", "offsetof(PyBytesObject, ob_sval)"},
       {"unicode_object.size", "sizeof(PyUnicodeObject)"},
       {"unicode_object.state", "offsetof(PyUnicodeObject, _base._base.state)"},
       {"unicode_object.length", "offsetof(PyUnicodeObject, _base._base.length)"},

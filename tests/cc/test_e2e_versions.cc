@@ -7,7 +7,9 @@
 //
 // The targets the selected tests need run at once and two PyPerf processes
 // (--line-numbers first and current, native frames on) profile them together,
-// as PyPerf does on a real host: a whole run of this program costs one BPF
+// as PyPerf does on a real host, dumping every second (SIGUSR2) until every
+// checked thread has samples enough, so a busy machine lengthens the run
+// instead of starving a check: a whole run of this program costs one BPF
 // load per mode; under CTest, where each test is a process of its own, each
 // test starts just its target. Per target:
 //  - PythonFramesAreRight: calltree.py's threads (the uWSGI app's for uWSGI)
@@ -16,7 +18,12 @@
 //    executing line); host pids and container paths for the containers, the
 //    deleted libpython's path, the plugin's libpython in a process named uwsgi;
 //  - NativeFramesShowTheEvalLoop: _PyEval_EvalFrameDefault_[pn]
-//    (PyEval_EvalFrameEx_[pn] on 2.7) under the busy thread's Python frames.
+//    (PyEval_EvalFrameEx_[pn] on 2.7) under the busy thread's Python frames;
+//  - NamesAreExactUtf8 (each interpreter once: host and container targets):
+//    unicode_names.py's chain of Latin-1, BMP and astral names and paths,
+//    names renamed at run time, names longer than the BPF buffers and a comm
+//    that is not UTF-8, each frame compared whole with what it must be.
+// Every dump is checked to be strict UTF-8 by ParseCollapsed.
 //
 // Under PYPERF_TEST_STRICT=1 a missing interpreter, root or uWSGI fails its
 // tests. The roots are built on first use (scripts/python-roots.sh, cached
@@ -35,6 +42,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "PythonFrameFormat.h"
@@ -49,7 +57,10 @@ namespace {
 using std::chrono::seconds;
 
 constexpr int kFrequencyHz = 499;
-constexpr int kProfileSeconds = 2;
+// Profiling goes on until each checked thread has this many samples in both
+// modes, or until the deadline.
+constexpr uint64_t kMinThreadSamples = 8;
+constexpr auto kProfileDeadline = seconds(90);
 constexpr auto kReadyTimeout = seconds(60);
 constexpr auto kPyPerfTimeout = seconds(120);
 // Samples of a target's lines that may carry an error marker: the workloads
@@ -165,6 +176,14 @@ struct RunningTarget {
   // How to run this target's interpreter for a helper script (chrooted for a
   // container; Debian's python3.11 for uWSGI's libpython3.11).
   std::vector<std::string> python_argv;
+  // unicode_names.py, run by the same interpreter (host and container
+  // targets): its process, its host pid, and the base directory of the files
+  // it writes, as it sees it.
+  std::unique_ptr<RootTempDir> names_root_dir;
+  std::unique_ptr<TempDir> names_dir;
+  std::unique_ptr<ChildProcess> names_process;
+  pid_t names_pid = 0;
+  std::string names_base;
   // co_firstlineno of each function of the workload, as this interpreter
   // compiles it (a module's first line is 1 from 3.8, its first statement
   // after the docstring before).
@@ -201,6 +220,53 @@ bool WaitForReady(ChildProcess& child, bool in_stderr) {
       },
       kReadyTimeout);
   return child.Running();
+}
+
+// Waits for `process` (a workload) to print "ready" and returns the host pid
+// of its interpreter: for a container, unshare's one child, PID 1 inside the
+// container (PyPerf must report the host's pid). On failure, adds a failure
+// naming `what`, resets `process` and returns 0.
+pid_t WaitForInterpreter(std::unique_ptr<ChildProcess>& process, bool container, bool in_stderr,
+                         const std::string& what) {
+  if (!WaitForReady(*process, in_stderr)) {
+    ADD_FAILURE() << what << " did not become ready; stdout:\n"
+                  << process->Stdout() << "\nstderr:\n"
+                  << process->Stderr();
+    process.reset();
+    return 0;
+  }
+  if (!container) return process->pid();
+  auto children = ChildPids(process->pid());
+  if (children.size() != 1) {
+    ADD_FAILURE() << what << ": unshare has " << children.size() << " children";
+    process.reset();
+    return 0;
+  }
+  return children[0];
+}
+
+// Starts unicode_names.py with the target's interpreter (in the target's
+// container for a container), once the target itself runs.
+void StartNamesWorkload(const Target& target, RunningTarget* run) {
+  std::string script = WorkloadPath("unicode_names.py");
+  if (target.kind == TargetKind::kContainer) {
+    std::string why;
+    auto root = EnsurePythonRoot(target.spec, &why);
+    if (!root) return;  // the target itself reported it
+    run->names_root_dir = std::make_unique<RootTempDir>(*root);
+    std::string inside = run->names_root_dir->Copy(script, "unicode_names.py");
+    run->names_base = run->names_root_dir->inside() + "/names";
+    run->names_process = std::make_unique<ChildProcess>(
+        ContainerArgv(*root, {root->python, inside, run->names_base}));
+  } else {
+    run->names_dir = std::make_unique<TempDir>();
+    run->names_base = run->names_dir->path() + "/names";
+    std::vector<std::string> argv = run->python_argv;
+    argv.insert(argv.end(), {script, run->names_base});
+    run->names_process = std::make_unique<ChildProcess>(argv);
+  }
+  run->names_pid = WaitForInterpreter(run->names_process, target.kind == TargetKind::kContainer,
+                                     false, target.name + ": unicode_names.py");
 }
 
 // Starts one target; on failure sets `unavailable` (missing on this machine)
@@ -286,34 +352,46 @@ void StartTarget(const Target& target, RunningTarget* run) {
   }
   run->first_lines = FirstLinesFromInterpreter(*run);
   // uWSGI sends the app's stdout to its log, on stderr.
-  if (!WaitForReady(*run->process, target.kind == TargetKind::kUwsgi)) {
-    ADD_FAILURE() << target.name << " did not become ready; stdout:\n"
-                  << run->process->Stdout() << "\nstderr:\n"
-                  << run->process->Stderr();
-    run->process.reset();
-    return;
-  }
-  run->pid = run->process->pid();
-  if (target.kind == TargetKind::kContainer) {
-    // The ChildProcess is unshare; its one child is the interpreter, PID 1
-    // inside the container, and PyPerf must report the host's pid.
-    auto children = ChildPids(run->process->pid());
-    if (children.size() != 1) {
-      ADD_FAILURE() << target.name << ": unshare has " << children.size() << " children";
-      run->process.reset();
-      return;
-    }
-    run->pid = children[0];
-  }
+  run->pid = WaitForInterpreter(run->process, target.kind == TargetKind::kContainer,
+                                target.kind == TargetKind::kUwsgi, target.name);
+  if (!run->process) return;
   if (target.kind == TargetKind::kDeletedLib && unlink(run->deleted_library.c_str()) != 0) {
     ADD_FAILURE() << "cannot delete " << run->deleted_library;
   }
+  if (target.kind == TargetKind::kHost || target.kind == TargetKind::kContainer)
+    StartNamesWorkload(target, run);
 }
 
 struct Profiles {
   CollapsedProfile first, current;
   std::string first_stderr, current_stderr;
   std::string problem;  // why there are no profiles
+};
+
+// The dump files PATH.<stamp> of one PyPerf run, read as they appear.
+class DumpReader {
+ public:
+  explicit DumpReader(std::string path) : path_(std::move(path)) {}
+  // Appends the lines of every dump not read yet, oldest first.
+  void ReadNew(CollapsedProfile* profile) {
+    std::string dir = path_.substr(0, path_.rfind('/'));
+    std::string prefix = path_.substr(path_.rfind('/') + 1) + ".";
+    std::set<std::string> names;
+    auto listing = RunCommand({"ls", "-1", dir});
+    for (const auto& name : SplitLines(listing.out))
+      if (name.rfind(prefix, 0) == 0 && !read_.count(name)) names.insert(name);
+    for (const auto& name : names) {
+      read_.insert(name);
+      CollapsedProfile dump = ParseCollapsed(ReadFile(dir + "/" + name));
+      profile->lines.insert(profile->lines.end(), dump.lines.begin(), dump.lines.end());
+      profile->unparseable.insert(profile->unparseable.end(), dump.unparseable.begin(),
+                                  dump.unparseable.end());
+    }
+  }
+
+ private:
+  std::string path_;
+  std::set<std::string> read_;
 };
 
 // Every target, started once for the whole suite, and both profiles of them.
@@ -333,27 +411,45 @@ class Session {
     std::vector<std::string> pids;
     for (const auto& [name, run] : running_) {
       if (run->process) pids.insert(pids.end(), {"-p", std::to_string(run->pid)});
+      if (run->names_process) pids.insert(pids.end(), {"-p", std::to_string(run->names_pid)});
     }
     if (pids.empty()) {
       profiles_.problem = "no target is running";
       return;
     }
+    // Both modes profile until every target's threads have samples enough
+    // to be checked (or kProfileDeadline), dumping every second as gProfiler
+    // does, so a busy machine makes the run longer, not the checks weaker.
+    TempDir out_dir;
     auto start = [&](const char* mode) {
-      std::vector<std::string> argv = {PyPerfBinary(),
-                                       "-v",
-                                       "1",
-                                       "-F",
-                                       std::to_string(kFrequencyHz),
-                                       "-d",
-                                       std::to_string(kProfileSeconds),
-                                       "--line-numbers",
-                                       mode};
+      std::vector<std::string> argv = {PyPerfBinary(), "-v", "1", "-F", std::to_string(kFrequencyHz),
+                                       "--line-numbers", mode, "-o", out_dir.File(mode)};
       argv.insert(argv.end(), pids.begin(), pids.end());
       return std::make_unique<ChildProcess>(argv);
     };
     auto first = start("first");
     auto current = start("current");
+    DumpReader first_dumps(out_dir.File("first")), current_dumps(out_dir.File("current"));
+    bool ready = WaitFor(
+        [&] {
+          return (FileExists(out_dir.File("first")) || !first->Running()) &&
+                 (FileExists(out_dir.File("current")) || !current->Running());
+        },
+        kPyPerfTimeout);
+    if (ready && first->Running() && current->Running()) {
+      auto deadline = std::chrono::steady_clock::now() + kProfileDeadline;
+      while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(seconds(1));
+        first->Signal(SIGUSR2);
+        current->Signal(SIGUSR2);
+        first_dumps.ReadNew(&profiles_.first);
+        current_dumps.ReadNew(&profiles_.current);
+        if (!first->Running() || !current->Running()) break;
+        if (Enough(profiles_.first) && Enough(profiles_.current)) break;
+      }
+    }
     for (auto* p : {first.get(), current.get()}) {
+      p->Signal(SIGTERM);
       if (!p->Wait(kPyPerfTimeout)) {
         p->Signal(SIGKILL);
         p->Wait(seconds(5));
@@ -362,8 +458,8 @@ class Session {
         profiles_.problem += "PyPerf exited with " + std::to_string(p->ExitCode()) + ". ";
       }
     }
-    profiles_.first = ParseCollapsed(first->Stdout());
-    profiles_.current = ParseCollapsed(current->Stdout());
+    first_dumps.ReadNew(&profiles_.first);
+    current_dumps.ReadNew(&profiles_.current);
     profiles_.first_stderr = first->Stderr();
     profiles_.current_stderr = current->Stderr();
     if (!profiles_.problem.empty()) {
@@ -373,7 +469,30 @@ class Session {
     for (const auto& [name, run] : running_) {
       if (run->process && !run->process->Running())
         dead_[name] = "died while profiled; stderr:\n" + run->process->Stderr();
+      if (run->names_process && !run->names_process->Running())
+        dead_[name] += "unicode_names.py died while profiled; stderr:\n" +
+                       run->names_process->Stderr();
     }
+  }
+
+  // True when every running target has kMinThreadSamples in each thread the
+  // checks look at (calltree.py: 5, the uWSGI app: 1 besides uWSGI's own) and
+  // unicode_names.py has kMinThreadSamples in its one thread.
+  bool Enough(const CollapsedProfile& profile) const {
+    auto busy_threads = [&](pid_t pid) {
+      std::map<pid_t, uint64_t> per_tid;
+      for (const auto& line : profile.OfPid(pid)) per_tid[line.tid] += line.count;
+      size_t n = 0;
+      for (const auto& [tid, count] : per_tid) n += count >= kMinThreadSamples;
+      return n;
+    };
+    for (const auto& [name, run] : running_) {
+      if (!run->process) continue;
+      size_t want = run->target->kind == TargetKind::kUwsgi ? 1 : 5;
+      if (busy_threads(run->pid) < want) return false;
+      if (run->names_process && busy_threads(run->names_pid) < 1) return false;
+    }
+    return true;
   }
 
   RunningTarget& Get(const std::string& name) { return *running_.at(name); }
@@ -766,6 +885,169 @@ TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, VersionsNativeE2E, ::testing::ValuesIn(Targets()),
+                         TargetTestName);
+
+// --- Names in every string kind (unicode_names.py) ------------------------
+
+// Code points of UTF-8 text (the test's own decoder; the text is a literal or
+// a path this test made, so it is valid).
+std::vector<uint32_t> CodePoints(const std::string& utf8) {
+  std::vector<uint32_t> cps;
+  for (size_t i = 0; i < utf8.size();) {
+    auto b = static_cast<unsigned char>(utf8[i]);
+    int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? b : b & (0x7F >> n);
+    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3F);
+    cps.push_back(cp);
+    i += n;
+  }
+  return cps;
+}
+
+// What PyPerf must print for a name or path of `utf8` text copied into a
+// `buffer`-byte BPF buffer: whole, or cut and marked "[truncated]". On
+// Python 3 a str holds 1, 2 or 4 bytes per character (by its largest one), so
+// buffer / width characters fit; on 2.7 the bytes are UTF-8 and a character
+// the cut splits is dropped.
+std::string AsCopied(const std::string& utf8, size_t buffer, bool py2) {
+  const std::string kMarker = "[truncated]";
+  if (py2) {
+    if (utf8.size() <= buffer) return utf8;
+    size_t end = buffer;
+    while (end > 0 && (static_cast<unsigned char>(utf8[end]) & 0xC0) == 0x80) --end;
+    return utf8.substr(0, end) + kMarker;
+  }
+  auto cps = CodePoints(utf8);
+  uint32_t max = 0;
+  for (uint32_t cp : cps) max = std::max(max, cp);
+  size_t width = max <= 0xFF ? 1 : max <= 0xFFFF ? 2 : 4;
+  if (cps.size() * width <= buffer) return utf8;
+  size_t keep = buffer / width, bytes = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    auto b = static_cast<unsigned char>(utf8[bytes]);
+    bytes += b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+  }
+  return utf8.substr(0, bytes) + kMarker;
+}
+
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// One frame of the chain: the expected text of its Python frame.
+struct NameLink {
+  std::string file;        // as the process names it (UTF-8)
+  std::string class_name;  // as printed, "" for a function
+  std::string function;    // as printed
+  int first_line;
+  int current_line;  // the executing line; 0 for the leaf (any line of its loop)
+};
+
+// The module PyPerf derives from a file outside any library directory: the
+// path without its leading '/' and ".py", '/' becoming '.' (rule of the
+// README's frame table, written out here independently).
+std::string ModuleOfPlainPath(const std::string& file) {
+  std::string m = file.substr(1);
+  if (m.size() > 3 && m.compare(m.size() - 3, 3, ".py") == 0) m.resize(m.size() - 3);
+  std::replace(m.begin(), m.end(), '/', '.');
+  return m;
+}
+
+std::string ExpectedFrame(const NameLink& link, int line) {
+  std::string text = ModuleOfPlainPath(link.file) + "." +
+                     (link.class_name.empty() ? "" : link.class_name + ".") + link.function + " (" +
+                     link.file + ":" + std::to_string(line) + ")_[p]";
+  std::replace(text.begin(), text.end(), ';', '_');
+  std::replace(text.begin(), text.end(), '\n', '_');
+  return text;
+}
+
+// unicode_names.py's chain, root first, as PyPerf must print it (the names
+// and lines of the workload's docstring, the 32/64/256-byte BPF buffers).
+std::vector<NameLink> ExpectedChain(const std::string& base, bool py2) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  std::string a = AsCopied(base + "/josé/größe.py", 256, py2);
+  std::string b = AsCopied(base + "/计算/模块.py", 256, py2);
+  std::string c = AsCopied(base + "/🐍/snake_𠀀.py", 256, py2);
+  std::string ooo = Repeat("ö", 100);
+  std::string d = AsCopied(base + "/" + ooo + "/" + ooo + "/" + ooo + "/long.py", 256, py2);
+  std::string long_class = "Klasse" + Repeat("ä", 12) + "[truncated]";  // 31 bytes of tp_name
+  std::vector<NameLink> chain = {
+      {a, "", "größe", 1, 2},
+      {b, "Größe计算", "计算", 2, 3},
+      {c, "", "𠀀𠀁", 1, 2},
+      {c, "", "renamed_🔥_é", 3, 4},
+      {c, "", "odd_name_with" + fffd + "nul", 5, 6},
+  };
+  if (py2) chain.push_back({d, "", "bad" + fffd + fffd + "name", 1, 2});
+  chain.push_back({d, "", AsCopied("lang_" + Repeat("ö", 70), 64, py2), 3, 4});
+  chain.push_back({d, "", AsCopied(Repeat("长", 40), 64, py2), 5, 6});
+  chain.push_back({d, long_class, "spin", 8, 0});
+  return chain;
+}
+
+class VersionsNamesE2E : public ::testing::TestWithParam<Target> {};
+
+// Function, method, class and file names with Latin-1, BMP and astral
+// characters, names changed at run time, names longer than the BPF buffers
+// and a comm that is not UTF-8 come out exactly as the process holds them.
+TEST_P(VersionsNamesE2E, NamesAreExactUtf8) {
+  PREPARE_OR_RETURN(run, GetParam());
+  ASSERT_TRUE(run->names_process) << "unicode_names.py did not start";
+  bool py2 = GetParam().spec == "2.7";
+  auto chain = ExpectedChain(run->names_base, py2);
+  for (bool current : {false, true}) {
+    SCOPED_TRACE(current ? "--line-numbers current" : "--line-numbers first");
+    const Profiles& p = TheSession().profiles();
+    auto lines = (current ? p.current : p.first).OfPid(run->names_pid);
+    ASSERT_FALSE(lines.empty()) << "no samples of unicode_names.py, pid " << run->names_pid;
+    uint64_t total = SumCounts(lines), exact = 0;
+    std::vector<CollapsedLine> other;
+    for (const auto& line : lines) {
+      EXPECT_EQ(line.comm, "nämes\xEF\xBF\xBD") << line.text;
+      auto frames = FramesOfKind(line, FrameKind::kPython);
+      bool match = frames.size() >= chain.size();
+      for (size_t i = 0; match && i < chain.size(); ++i) {
+        const std::string& got = frames[frames.size() - chain.size() + i];
+        const NameLink& link = chain[i];
+        if (!current || link.current_line != 0) {
+          int line_no = current ? link.current_line : link.first_line;
+          match = got == ExpectedFrame(link, line_no);
+        } else {
+          // The leaf runs any line of its loop (lines 9 to 13).
+          match = false;
+          for (int l = 9; l <= 13; ++l) match = match || got == ExpectedFrame(link, l);
+        }
+      }
+      if (match) {
+        exact += line.count;
+      } else {
+        other.push_back(line);
+      }
+    }
+    // Every sample runs the chain (it was entered before "ready"); allow the
+    // same error-marker noise as the other version tests.
+    EXPECT_GE(100.0 * static_cast<double>(exact), (100.0 - kMaxErrorPercent) * total)
+        << exact << " of " << total << " samples end with the expected chain; expected:\n  "
+        << ExpectedFrame(chain.front(), current ? chain.front().current_line : 1) << "\n  ...\n  "
+        << ExpectedFrame(chain.back(), current ? 10 : chain.back().first_line)
+        << "\nothers:" << Excerpt(other, 3);
+    std::cout << "[ versions ] " << GetParam().name << " names "
+              << (current ? "current" : "first") << ": " << exact << " of " << total
+              << " samples exact" << std::endl;
+  }
+}
+
+std::vector<Target> NameTargets() {
+  std::vector<Target> targets;
+  for (const Target& t : Targets())
+    if (t.kind == TargetKind::kHost || t.kind == TargetKind::kContainer) targets.push_back(t);
+  return targets;
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, VersionsNamesE2E, ::testing::ValuesIn(NameTargets()),
                          TargetTestName);
 
 }  // namespace

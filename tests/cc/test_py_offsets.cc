@@ -124,6 +124,22 @@ const std::vector<FieldSpec>& Fields() {
        [](const PythonVersion& v) {
          return v.AtLeast(3, 11) ? Absent() : OffsetOf("PyCodeObject", "co_code");
        }},
+      {PYPERF_FIELD(bytes_data), 0,
+       [](const PythonVersion& v) {
+         return Py3(v) ? OffsetOf("PyBytesObject", "ob_sval") : OffsetOf("PyStringObject", "ob_sval");
+       }},
+      // How lines are found is a choice per version: lnotab until 3.9 (signed
+      // line deltas from 3.6), the 3.10 linetable, location entries after.
+      {PYPERF_FIELD(line_table_format), 0,
+       [](const PythonVersion& v) {
+         if (v.AtLeast(3, 11)) return Value(PYPERF_LINES_LOCATIONS);
+         if (v.AtLeast(3, 10)) return Value(PYPERF_LINES_LINETABLE);
+         return Value(v.AtLeast(3, 6) ? PYPERF_LINES_LNOTAB_SIGNED : PYPERF_LINES_LNOTAB);
+       }},
+      // f_lasti counts 2-byte instructions on 3.10 only; the BPF program
+      // reports bytes everywhere else.
+      {PYPERF_FIELD(lasti_unit), 0,
+       [](const PythonVersion& v) { return Value(v.AtLeast(3, 10) && !v.AtLeast(3, 11) ? 2 : 1); }},
       {PYPERF_FIELD(frame_back), 8,
        [](const PythonVersion& v) { return Frame(v, "f_back", "previous"); }},
       {PYPERF_FIELD(frame_code), 8,
@@ -199,6 +215,13 @@ const std::vector<BpfAssumption>& BpfAssumptions() {
   static const std::vector<BpfAssumption> facts = {
       {"unicode_compact_bit", "StateBit(0)", 5, {3, 0, 0}},
       {"unicode_ascii_bit", "StateBit(1)", 6, {3, 0, 0}},
+      {"unicode_kind_bit", "StateBit(2)", 2, {3, 0, 0}},
+      // A legacy (not compact) string keeps a pointer to its characters
+      // where a compact one's characters start.
+      {"legacy_data_after_compact",
+       "(long)offsetof(PyUnicodeObject, data) - (long)sizeof(PyCompactUnicodeObject)",
+       0,
+       {3, 0, 0}},
       {"compact_utf8_after_ascii",
        "(long)offsetof(PyCompactUnicodeObject, utf8) - (long)sizeof(PyASCIIObject)",
        8,
@@ -228,13 +251,14 @@ bool Applies(const BpfAssumption& fact, const PythonVersion& v) {
   return v.AtLeast(fact.since.major, fact.since.minor);
 }
 
-// Bit index of PyASCIIObject.state.compact (0) or .ascii (1) in the state word.
+// Bit index of PyASCIIObject.state.compact (0), .ascii (1) or the lowest bit
+// of .kind (2) in the state word.
 constexpr const char kStateBitHelper[] = R"(
 static long StateBit(int which) {
   PyASCIIObject o;
   unsigned int word = 0;
   memset(&o, 0, sizeof(o));
-  if (which == 0) o.state.compact = 1; else o.state.ascii = 1;
+  if (which == 0) o.state.compact = 1; else if (which == 1) o.state.ascii = 1; else o.state.kind = 1;
   memcpy(&word, (char *)&o + offsetof(PyASCIIObject, state), sizeof(word));
   return word ? (long)__builtin_ctz(word) : -1L;
 }

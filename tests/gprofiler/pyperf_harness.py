@@ -411,7 +411,9 @@ class PythonEbpfHarness(object):
         path, deleted = self.dump()
         try:
             with open(path, "rb") as f:
-                text = f.read().decode("utf-8")
+                text = f.read().decode("utf-8")  # strict, as Path.read_text()
+            if "\x00" in text:
+                raise ValueError("a NUL byte in %s" % path)
         finally:
             os.unlink(path)  # gProfiler: always, even on read/decode errors
         parsed, bad_lines = parse_many_collapsed(text)

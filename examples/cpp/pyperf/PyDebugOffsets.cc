@@ -254,6 +254,7 @@ const std::vector<DebugOffsetsCoverage>& DebugOffsetsCoverageTable() {
       {PYPERF_COVERED(code_varnames), "code_object.localsplusnames", "code_object.size", 8},
       {PYPERF_COVERED(code_linetable), "code_object.linetable", "code_object.size", 8},
       {PYPERF_COVERED(code_code_adaptive), "code_object.co_code_adaptive", "code_object.size", 0},
+      {PYPERF_COVERED(bytes_data), "bytes_object.ob_sval", "bytes_object.size", 0},
       {PYPERF_COVERED(frame_back), "interpreter_frame.previous", "interpreter_frame.size", 8},
       {PYPERF_COVERED(frame_code), "interpreter_frame.executable", "interpreter_frame.size", 8},
       {PYPERF_COVERED(frame_localsplus), "interpreter_frame.localsplus", "interpreter_frame.size",

@@ -95,29 +95,56 @@ static __always_inline void continue_with(struct bpf_perf_event_data *ctx,
   submit(ctx, state);
 }
 
-/* Copies a Python string object (2.7 str, or a PEP 393 unicode) into dst. */
-static __always_inline void read_py_string(struct pyperf_offsets *o, u64 obj, char *dst, u32 len) {
+/* PEP 393 state bits of PyASCIIObject.state in default (GIL) builds, checked
+ * against each interpreter's headers by tests/cc/test_py_offsets.cc. */
+#define UNICODE_KIND_SHIFT 2
+#define UNICODE_COMPACT_BIT 5
+#define UNICODE_ASCII_BIT 6
+/* More characters than any name or path: a larger length is corrupt memory. */
+#define MAX_TEXT_LENGTH (1u << 24)
+
+/* Copies the raw bytes of a Python string object (a 2.7 str or a 3.x PEP 393
+ * str) into dst, at most cap bytes (a multiple of 4, so a cut falls between
+ * characters), and describes them in *text. User space decodes the bytes. */
+static __always_inline void read_py_text(struct pyperf_offsets *o, u64 obj, char *dst, u32 cap,
+                                         struct pyperf_text *text) {
+  text->encoding = PYPERF_TEXT_NONE;
+  text->size = 0;
   if (obj == 0) return;
+  text->encoding = PYPERF_TEXT_UNREADABLE;
+  u64 length = 0;
+  if (bpf_probe_read_user(&length, sizeof(length), (void *)(obj + o->unicode_length)) != 0) return;
+  if (length > MAX_TEXT_LENGTH) return;
   u64 data = obj + o->string_data;
+  u8 encoding = PYPERF_TEXT_UTF8;
+  u64 width = 1;
   if (o->string_kind == PYPERF_STRING_UNICODE) {
     u32 state = 0;
-    bpf_probe_read_user(&state, sizeof(state), (void *)(obj + o->unicode_state));
-    /* state bits: interned (2), kind (3), compact (1), ascii (1). */
-    int compact = (state >> 5) & 1;
-    int ascii = (state >> 6) & 1;
-    if (!compact) return;
-    if (!ascii) {
-      /* Compact non-ASCII: its UTF-8 form when CPython cached one, else the
-       * raw 1-byte (latin-1) data. */
-      u64 utf8 = read_ptr(obj + o->string_data + 8);
-      data = utf8 ? utf8 : obj + o->compact_unicode_data;
+    if (bpf_probe_read_user(&state, sizeof(state), (void *)(obj + o->unicode_state)) != 0) return;
+    u32 kind = (state >> UNICODE_KIND_SHIFT) & 7;
+    if (kind != 1 && kind != 2 && kind != 4) return;
+    if (!((state >> UNICODE_COMPACT_BIT) & 1)) {
+      /* A legacy string: its characters are elsewhere (PyUnicodeObject.data). */
+      data = read_ptr(obj + o->compact_unicode_data);
+      if (data == 0) return;
+    } else if (!((state >> UNICODE_ASCII_BIT) & 1)) {
+      data = obj + o->compact_unicode_data;
     }
+    encoding = kind;
+    width = kind;
   }
-  bpf_probe_read_user_str(dst, len, (void *)data);
+  /* 64-bit throughout: a 32-bit copy of the size would lose the bound the
+   * verifier needs on the read's length. */
+  u64 size = length * width;
+  u64 n = size;
+  if (n > cap) n = cap;
+  if (n > 0 && bpf_probe_read_user(dst, n, (void *)data) != 0) return;
+  text->size = (u32)size;
+  text->encoding = encoding;
 }
 
 /* The class of a method: the type of a first argument named self, or the
- * first argument itself when named cls. */
+ * first argument itself when named cls. tp_name is a C string in UTF-8. */
 static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, u64 frame,
                                             struct pyperf_symbol *sym) {
   s32 argcount = read_s32(code + o->code_argcount);
@@ -125,20 +152,36 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
   u64 names = read_ptr(code + o->code_varnames);
   if (names == 0) return;
   u64 first = read_ptr(names + o->tuple_items);
-  char arg[5] = {};
-  read_py_string(o, first, arg, sizeof(arg));
+  char arg[8] = {};
+  struct pyperf_text arg_text = {};
+  read_py_text(o, first, arg, sizeof(arg), &arg_text);
+  /* "self" and "cls" are ASCII: one byte per character in every encoding. */
+  if (arg_text.encoding != PYPERF_TEXT_LATIN1 && arg_text.encoding != PYPERF_TEXT_UTF8) return;
   u64 arg0 = read_ptr(frame + o->frame_localsplus) & ~(u64)o->stackref_tag_bits;
   if (arg0 == 0) return;
   u64 type = 0;
-  if (arg[0] == 's' && arg[1] == 'e' && arg[2] == 'l' && arg[3] == 'f' && arg[4] == 0) {
+  if (arg_text.size == 4 && arg[0] == 's' && arg[1] == 'e' && arg[2] == 'l' && arg[3] == 'f') {
     type = read_ptr(arg0 + o->object_type);
-  } else if (arg[0] == 'c' && arg[1] == 'l' && arg[2] == 's' && arg[3] == 0) {
+  } else if (arg_text.size == 3 && arg[0] == 'c' && arg[1] == 'l' && arg[2] == 's') {
     type = arg0;
   } else {
     return;
   }
   u64 tp_name = read_ptr(type + o->type_name);
-  if (tp_name) bpf_probe_read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
+  if (tp_name == 0) return;
+  sym->class_text.encoding = PYPERF_TEXT_UNREADABLE;
+  long copied = bpf_probe_read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
+  if (copied <= 0) return;
+  sym->class_text.encoding = PYPERF_TEXT_UTF8;
+  sym->class_text.size = (u32)copied - 1;
+  if (copied == sizeof(sym->class_name)) {
+    /* The buffer is full: the name was cut unless it ends right there. The
+     * last byte copied is the terminator, so size counts one byte less than
+     * the buffer; a larger size marks the cut. */
+    char next = 0;
+    bpf_probe_read_user(&next, 1, (void *)(tp_name + sizeof(sym->class_name) - 1));
+    if (next != 0) sym->class_text.size = sizeof(sym->class_name) + 1;
+  }
 }
 
 /* Interns the frame's code object as a symbol id; -1 when the map is full. */
@@ -146,8 +189,10 @@ static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, stru
                                          u64 code, u64 frame) {
   struct pyperf_symbol *sym = &state->symbol;
   __builtin_memset(sym, 0, sizeof(*sym));
-  read_py_string(o, read_ptr(code + o->code_filename), sym->file, sizeof(sym->file));
-  read_py_string(o, read_ptr(code + o->code_name), sym->function, sizeof(sym->function));
+  read_py_text(o, read_ptr(code + o->code_filename), sym->file, sizeof(sym->file),
+               &sym->file_text);
+  read_py_text(o, read_ptr(code + o->code_name), sym->function, sizeof(sym->function),
+               &sym->function_text);
   read_class_name(o, code, frame, sym);
   sym->first_line = read_s32(code + o->code_firstlineno);
 

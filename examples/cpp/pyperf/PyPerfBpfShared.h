@@ -27,6 +27,13 @@ enum pyperf_frame_kind {
   PYPERF_FRAME_OBJECT = 0,       /* PyFrameObject chain: 2.7 .. 3.10 */
   PYPERF_FRAME_INTERPRETER = 1,  /* _PyInterpreterFrame chain: 3.11 .. */
 };
+/* How a code object maps instruction offsets to lines (user space only). */
+enum pyperf_line_table_format {
+  PYPERF_LINES_LNOTAB = 0,        /* co_lnotab, unsigned line deltas (2.7) */
+  PYPERF_LINES_LNOTAB_SIGNED = 1, /* co_lnotab, signed line deltas (3.6 .. 3.9) */
+  PYPERF_LINES_LINETABLE = 2,     /* co_linetable of 3.10 */
+  PYPERF_LINES_LOCATIONS = 3,     /* co_linetable location entries (3.11+) */
+};
 enum pyperf_string_kind {
   PYPERF_STRING_BYTES = 0,   /* 2.7 PyStringObject: char data at string_data */
   PYPERF_STRING_UNICODE = 1, /* 3.x PEP 393 PyUnicode (compact ASCII / compact) */
@@ -57,6 +64,11 @@ struct pyperf_offsets {
   pp_s64 code_linetable;    /* co_lnotab (<= 3.9) or co_linetable (3.10+): bytes */
   pp_s64 code_code_adaptive;/* co_code_adaptive (3.11+): first instruction */
   pp_s64 code_code;         /* co_code (<= 3.10): bytes */
+  pp_s64 bytes_data;        /* where a bytes object's data starts (the line table's):
+                               PyBytesObject.ob_sval; 2.7 PyStringObject.ob_sval */
+  pp_s64 line_table_format; /* enum pyperf_line_table_format */
+  pp_s64 lasti_unit;        /* bytes per unit of pyperf_frame.lasti: 2 on 3.10
+                               (f_lasti counts instructions), else 1 */
 
   /* frames */
   pp_s64 frame_back;       /* PyFrameObject.f_back / _PyInterpreterFrame.previous */
@@ -97,13 +109,37 @@ struct pyperf_proc_info {
   pp_u32 pad;
 };
 
-/* A code object's identity, interned in the symbols map (key) -> id. */
+/* How the BPF program copied a string, so user space can decode it exactly:
+ * the PEP 393 kind of a 3.x str (bytes per character) or UTF-8 bytes (a 2.7
+ * str; a type's tp_name). */
+enum pyperf_text_encoding {
+  PYPERF_TEXT_NONE = 0,    /* no string object (a NULL pointer) */
+  PYPERF_TEXT_LATIN1 = 1,  /* PyUnicode_1BYTE_KIND (compact ASCII too) */
+  PYPERF_TEXT_UCS2 = 2,    /* PyUnicode_2BYTE_KIND */
+  PYPERF_TEXT_UCS4 = 4,    /* PyUnicode_4BYTE_KIND */
+  PYPERF_TEXT_UTF8 = 8,    /* bytes meant as UTF-8 */
+  PYPERF_TEXT_UNREADABLE = 255, /* an object whose text could not be read */
+};
+
+/* One copied string: `size` is the byte length of the whole string in its
+ * encoding (characters x kind), so a value above the buffer's size says the
+ * copy was cut, always at a character boundary for PEP 393 kinds. */
+struct pyperf_text {
+  pp_u32 size;
+  pp_u8 encoding; /* enum pyperf_text_encoding */
+  pp_u8 pad[3];
+};
+
+/* A code object's identity, interned in the symbols map (key) -> id. The
+ * buffers hold raw string bytes (see pyperf_text), zero-filled after them. */
 struct pyperf_symbol {
   char class_name[PYPERF_CLASS_LEN];
   char function[PYPERF_FUNCTION_LEN];
   char file[PYPERF_FILE_LEN];
+  struct pyperf_text class_text;
+  struct pyperf_text function_text;
+  struct pyperf_text file_text;
   pp_s32 first_line;
-  pp_u32 pad;
 };
 
 /* Special symbol ids. */

@@ -6,12 +6,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <set>
+#include <string_view>
 
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "btf_offsets.h"
 #include "proc_maps.h"
+#include "utf8.h"
 
 namespace pyperf {
 namespace {
@@ -37,11 +40,28 @@ std::string ExePath(pid_t pid) {
   return path.ok() ? *path : std::string();
 }
 
-void AppendComm(const char* comm, std::string* out) {
-  for (size_t i = 0; i < 16 && comm[i]; ++i) {
-    char c = comm[i];
-    out->push_back(c == ';' || c == '\n' || c == '\r' ? '_' : c);
+// Text from outside that goes into a stack: ';' separates frames and a
+// newline would end the line, so both become '_' (as in Python frames).
+void AppendFrameText(std::string_view text, std::string* out) {
+  size_t start = out->size();
+  out->append(text.data(), text.size());
+  for (size_t i = start; i < out->size(); ++i) {
+    char c = (*out)[i];
+    if (c == ';' || c == '\n' || c == '\r') (*out)[i] = '_';
   }
+}
+
+// The thread's comm: bytes the process chose (prctl, /proc/self/comm), cut
+// at 15 by the kernel, so anything that is not UTF-8 becomes U+FFFD.
+void AppendComm(const char* comm, std::string* out) {
+  std::string_view bytes(comm, strnlen(comm, 16));
+  if (IsPrintableUtf8(bytes)) {
+    AppendFrameText(bytes, out);
+    return;
+  }
+  std::string clean;
+  AppendSanitizedUtf8(bytes, &clean);
+  AppendFrameText(clean, out);
 }
 
 }  // namespace
@@ -175,7 +195,12 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
     reject(st.message());
     return;
   }
-  tracked_[info.pid] = Tracked{info.start_time, info.version};
+  TrackedProcess& tracked = tracked_[info.pid];
+  tracked.pid = info.pid;
+  tracked.start_time = info.start_time;
+  tracked.version = info.version;
+  tracked.offsets = offsets;
+  tracked.offsets_source = resolved->source;
   Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
              ", " + info.module.path + ", offsets: " + resolved->source + ")");
 }
@@ -270,8 +295,9 @@ void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size,
   }
   NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
   if (result.error) ++counters_.native_stack_errors;
+  // Names are UTF-8 already (the unwinder sanitizes them once, when cached).
   for (auto it = native_frames_.rbegin(); it != native_frames_.rend(); ++it) {
-    stack->append(it->name);
+    AppendFrameText(it->name, stack);
     stack->append("_[pn];");
   }
 }
@@ -307,7 +333,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
     s.append("[Sample Error ").append(ErrorName(event.error)).append("]_[pe];");
     ++counters_.sample_errors;
   }
-  python_->AppendFrames(event, it->second.version, &s, &counters_.symbol_errors);
+  python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
   if (!s.empty() && s.back() == ';') s.pop_back();

@@ -20,6 +20,7 @@
 #include "PyPerfOptions.h"
 #include "PythonProcess.h"
 #include "PythonStackDecoder.h"
+#include "TrackedProcess.h"
 #include "kallsyms.h"
 #include "native_unwinder.h"
 #include "status.h"
@@ -72,11 +73,7 @@ class PyPerfProfiler {
   NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
 
-  struct Tracked {
-    uint64_t start_time = 0;
-    PythonVersion version;
-  };
-  std::map<pid_t, Tracked> tracked_;
+  std::map<pid_t, TrackedProcess> tracked_;
   // (pid, start time) not profiled -> the executable it had then.
   std::map<std::pair<pid_t, uint64_t>, std::string> rejected_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "PyOffsets.h"
 #include "PythonFrameFormat.h"
+#include "PythonText.h"
 #include "process_memory.h"
 
 namespace pyperf {
@@ -12,15 +12,6 @@ namespace {
 
 constexpr size_t kMaxLineTableBytes = 1 << 16;
 constexpr size_t kMaxCachedLineTables = 16384;
-// Where a bytes object's data starts: after PyVarObject and ob_shash on 3.x;
-// a 2.7 str is laid out the same way with an extra int (ob_sstate).
-constexpr uint64_t kBytesDataPy3 = 32;
-constexpr uint64_t kBytesDataPy2 = 36;
-constexpr uint64_t kVarObjectSize = 16;
-
-std::string CString(const char* data, size_t max) {
-  return std::string(data, strnlen(data, max));
-}
 
 // Unsigned varint of the 3.11+ location table: 6-bit chunks, 0x40 = more.
 uint32_t ReadVarint(std::string_view t, size_t* pos) {
@@ -97,6 +88,22 @@ std::optional<int> LineFromLocationTable(std::string_view table, int first_line,
   return std::nullopt;
 }
 
+std::optional<int> LineFromTable(int64_t format, std::string_view table, int first_line,
+                                 int byte_offset) {
+  switch (format) {
+    case PYPERF_LINES_LNOTAB:
+      return LineFromLnotab(table, first_line, byte_offset, false);
+    case PYPERF_LINES_LNOTAB_SIGNED:
+      return LineFromLnotab(table, first_line, byte_offset, true);
+    case PYPERF_LINES_LINETABLE:
+      return LineFromLinetable310(table, first_line, byte_offset);
+    case PYPERF_LINES_LOCATIONS:
+      return LineFromLocationTable(table, first_line, byte_offset / 2);
+    default:
+      return std::nullopt;
+  }
+}
+
 PythonStackDecoder::PythonStackDecoder(SymbolSource source, bool current_lines)
     : source_(std::move(source)), current_lines_(current_lines) {}
 
@@ -107,18 +114,21 @@ const PythonStackDecoder::Symbol* PythonStackDecoder::Lookup(int32_t id) {
   auto raw = source_(id);
   if (!raw) return nullptr;
   Symbol s;
-  s.raw = *raw;
-  s.text = FormatPythonFrame(CString(raw->file, sizeof(raw->file)),
-                             CString(raw->function, sizeof(raw->function)),
-                             CString(raw->class_name, sizeof(raw->class_name)), raw->first_line);
+  // The class name is a NUL-terminated copy: its last byte is the terminator.
+  s.file = DecodePythonText(raw->file, sizeof(raw->file), raw->file_text);
+  s.function = DecodePythonText(raw->function, sizeof(raw->function), raw->function_text);
+  s.class_name = DecodePythonText(raw->class_name, sizeof(raw->class_name) - 1, raw->class_text);
+  s.first_line = raw->first_line;
+  s.text = FormatPythonFrame(s.file, s.function, s.class_name, s.first_line);
   return &symbols_.emplace(id, std::move(s)).first->second;
 }
 
-std::optional<int> PythonStackDecoder::CurrentLine(pid_t pid, const PythonVersion& version,
+std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process,
                                                    const pyperf_frame& frame,
                                                    const Symbol& symbol) {
-  const pyperf_offsets* o = FindOffsets(version);
+  const pyperf_offsets* o = process.offsets;
   if (!o || frame.code == 0 || frame.lasti < -1) return std::nullopt;
+  pid_t pid = process.pid;
   auto key = std::make_tuple(pid, frame.code, frame.symbol_id);
   auto it = line_tables_.find(key);
   if (it == line_tables_.end()) {
@@ -127,23 +137,21 @@ std::optional<int> PythonStackDecoder::CurrentLine(pid_t pid, const PythonVersio
         table_obj == 0)
       return std::nullopt;
     int64_t size = 0;
-    if (!ReadProcessMemory(pid, table_obj + kVarObjectSize, &size, sizeof(size)) || size < 0 ||
+    if (!ReadProcessMemory(pid, table_obj + o->var_object_size, &size, sizeof(size)) || size < 0 ||
         static_cast<uint64_t>(size) > kMaxLineTableBytes)
       return std::nullopt;
     std::string bytes(static_cast<size_t>(size), '\0');
-    uint64_t data = table_obj + (version.major == 2 ? kBytesDataPy2 : kBytesDataPy3);
-    if (!ReadProcessMemory(pid, data, bytes.data(), bytes.size())) return std::nullopt;
+    if (!ReadProcessMemory(pid, table_obj + o->bytes_data, bytes.data(), bytes.size()))
+      return std::nullopt;
     it = line_tables_.emplace(key, std::move(bytes)).first;
   }
-  const std::string& table = it->second;
-  int first = symbol.raw.first_line;
+  int first = symbol.first_line;
   if (frame.lasti < 0) return first;
-  if (version.AtLeast(3, 11)) return LineFromLocationTable(table, first, frame.lasti / 2);
-  if (version.AtLeast(3, 10)) return LineFromLinetable310(table, first, frame.lasti * 2);
-  return LineFromLnotab(table, first, frame.lasti, version.AtLeast(3, 6));
+  return LineFromTable(o->line_table_format, it->second, first,
+                       frame.lasti * static_cast<int>(o->lasti_unit));
 }
 
-void PythonStackDecoder::AppendFrames(const pyperf_event& event, const PythonVersion& version,
+void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedProcess& process,
                                       std::string* out, uint64_t* symbol_errors) {
   uint32_t n = event.frame_count < PYPERF_MAX_FRAMES ? event.frame_count : PYPERF_MAX_FRAMES;
   for (uint32_t i = n; i-- > 0;) {
@@ -160,12 +168,9 @@ void PythonStackDecoder::AppendFrames(const pyperf_event& event, const PythonVer
       continue;
     }
     if (current_lines_) {
-      auto line = CurrentLine(static_cast<pid_t>(event.pid), version, frame, *symbol);
-      const pyperf_symbol& raw = symbol->raw;
-      out->append(FormatPythonFrame(CString(raw.file, sizeof(raw.file)),
-                                    CString(raw.function, sizeof(raw.function)),
-                                    CString(raw.class_name, sizeof(raw.class_name)),
-                                    line ? *line : raw.first_line));
+      auto line = CurrentLine(process, frame, *symbol);
+      out->append(FormatPythonFrame(symbol->file, symbol->function, symbol->class_name,
+                                    line ? *line : symbol->first_line));
     } else {
       out->append(symbol->text);
     }

@@ -1,8 +1,10 @@
 // PythonStackDecoder: turns the Python part of a BPF event (symbol ids, leaf
 // first) into collapsed-format frame text, root first. Symbol ids are
-// resolved once each through the BPF id -> symbol map and then cached. With --line-numbers current, each frame's executing line is
-// decoded from its code object's line table (read with process_vm_readv, the
-// format of each CPython version).
+// resolved once each through the BPF id -> symbol map, their raw string bytes
+// decoded to UTF-8 (PythonText.h), and then cached. With --line-numbers
+// current, each frame's executing line is decoded from its code object's line
+// table, read with process_vm_readv at the process's own offsets
+// (TrackedProcess) in the format its layout names.
 #pragma once
 
 #include <sys/types.h>
@@ -18,7 +20,7 @@
 #include <vector>
 
 #include "PyPerfBpfShared.h"
-#include "PythonVersion.h"
+#include "TrackedProcess.h"
 
 namespace pyperf {
 
@@ -31,6 +33,9 @@ std::optional<int> LineFromLnotab(std::string_view table, int first_line, int by
 std::optional<int> LineFromLinetable310(std::string_view table, int first_line, int byte_offset);
 // 3.11+ co_linetable location entries; `unit_offset` counts 2-byte code units.
 std::optional<int> LineFromLocationTable(std::string_view table, int first_line, int unit_offset);
+// The line of `byte_offset` in a table of `format` (enum pyperf_line_table_format).
+std::optional<int> LineFromTable(int64_t format, std::string_view table, int first_line,
+                                 int byte_offset);
 
 class PythonStackDecoder {
  public:
@@ -41,21 +46,21 @@ class PythonStackDecoder {
 
   // Frames of `event` appended root first, each followed by ';'. Counts
   // frames whose symbol could not be resolved in *symbol_errors.
-  void AppendFrames(const pyperf_event& event, const PythonVersion& version, std::string* out,
+  void AppendFrames(const pyperf_event& event, const TrackedProcess& process, std::string* out,
                     uint64_t* symbol_errors);
 
   // Called once per sampling round: bounds the line-table cache.
   void EndRound();
   void ForgetProcess(pid_t pid);
-  size_t known_symbols() const { return symbols_.size(); }
 
  private:
   struct Symbol {
-    pyperf_symbol raw;
+    std::string file, function, class_name;  // UTF-8
+    int first_line = 0;
     std::string text;  // formatted with the first line
   };
   const Symbol* Lookup(int32_t id);
-  std::optional<int> CurrentLine(pid_t pid, const PythonVersion& version, const pyperf_frame& frame,
+  std::optional<int> CurrentLine(const TrackedProcess& process, const pyperf_frame& frame,
                                  const Symbol& symbol);
 
   SymbolSource source_;

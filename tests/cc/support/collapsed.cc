@@ -1,6 +1,8 @@
 // A reader of PyPerf's collapsed output: see collapsed.h.
 #include "support/collapsed.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -122,7 +124,47 @@ std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::st
   return out;
 }
 
+std::optional<size_t> FirstNonUtf8Byte(const std::string& text) {
+  // RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+  size_t i = 0;
+  while (i < text.size()) {
+    auto b = static_cast<unsigned char>(text[i]);
+    if (b == 0) return i;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    int n;
+    uint32_t cp, min;
+    if ((b & 0xE0) == 0xC0) {
+      n = 2, cp = b & 0x1F, min = 0x80;
+    } else if ((b & 0xF0) == 0xE0) {
+      n = 3, cp = b & 0x0F, min = 0x800;
+    } else if ((b & 0xF8) == 0xF0) {
+      n = 4, cp = b & 0x07, min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + n > text.size()) return i;
+    for (int k = 1; k < n; ++k) {
+      auto c = static_cast<unsigned char>(text[i + k]);
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += n;
+  }
+  return std::nullopt;
+}
+
 CollapsedProfile ParseCollapsed(const std::string& text) {
+  // Every dump of every end-to-end test passes through here: gProfiler reads
+  // them as UTF-8 (Path.read_text()), so one bad byte loses a whole interval.
+  if (auto bad = FirstNonUtf8Byte(text)) {
+    size_t from = *bad > 60 ? *bad - 60 : 0;
+    ADD_FAILURE() << "PyPerf's output is not strict UTF-8 (or holds a NUL) at byte " << *bad
+                  << ": ..." << text.substr(from, 120) << "...";
+  }
   CollapsedProfile profile;
   for (const std::string& line : Split(text, '\n')) {
     if (line.empty()) continue;

@@ -52,8 +52,12 @@ struct CollapsedProfile {
 
 // Parses one line; nullopt (with `why` set) if gProfiler could not read it.
 std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::string* why);
+// The offset of the first byte of `text` that is not strict UTF-8, or is NUL.
+std::optional<size_t> FirstNonUtf8Byte(const std::string& text);
+
 // Parses a whole output (a dumped file or PyPerf's stdout); empty lines are
-// skipped.
+// skipped. Adds a test failure if the output is not strict UTF-8 or holds a
+// NUL byte: every dump the end-to-end tests read is checked here.
 CollapsedProfile ParseCollapsed(const std::string& text);
 
 uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
