@@ -11,6 +11,7 @@
 //    address inside a known symbol is never printed as an address, and every
 //    `module+0xADDR` names a mapped file and an address in its .text.
 //  - A C++ library loaded with ctypes: its method shows demangled.
+//  - A symbol and a library directory with bytes that are not UTF-8: U+FFFD.
 //  - --user-stacks-pages 0: Python and kernel frames, no native ones.
 //  - The native cache's counters on the dump line: three processes of one
 //    interpreter share entries; --native-cache off gives the same frames.
@@ -764,6 +765,60 @@ TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
 INSTANTIATE_TEST_SUITE_P(Interpreters, NativeCxxTest,
                          ::testing::Values(std::string("3.11"), std::string(kDebianPython)),
                          [](const auto& info) { return SpecTestName(info.param); });
+
+// Case 3b: a native symbol and a library path whose bytes are not UTF-8 (a
+// symbol renamed with objcopy, a directory named with raw bytes) print as
+// UTF-8, each bad byte one U+FFFD, with and without --insert-dso-name.
+TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  auto python = FindInterpreter("3.11");
+  if (!python) PYPERF_SKIP_OR_FAIL("interpreter 3.11 is not installed");
+  PYPERF_REQUIRE_BPF();
+  std::string compiler = FindInPath("g++");
+  if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
+  TempDir dir;
+  const std::string lib_dir = dir.File("lib\xfe" "dir");
+  ASSERT_EQ(RunCommand({"mkdir", lib_dir}).exit_code, 0);
+  const std::string built_lib = dir.File("built.so"), library = lib_dir + "/libspin.so";
+  // Hidden visibility keeps Spinner::spin out of .dynsym: only .symtab, which
+  // objcopy renames, names it.
+  CommandResult built = RunCommand(
+      {compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
+       "-fno-optimize-sibling-calls", "-o", built_lib, WorkloadPath("native_cxx_spin.cc")},
+      seconds(120));
+  ASSERT_EQ(built.exit_code, 0) << "g++ failed:\n" << built.err;
+  CommandResult renamed = RunCommand(
+      {"objcopy", "--redefine-sym", "_ZN10pyperf_e2e7Spinner4spinEi=spin\xff" "inner", built_lib,
+       library});
+  ASSERT_EQ(renamed.exit_code, 0) << "objcopy failed:\n" << renamed.err;
+
+  auto workload = StartWorkload(*python, "native_ctypes_spin.py", {library});
+  ASSERT_NE(workload, nullptr);
+  const pid_t pid = workload->pid();
+  auto plain = StartPyPerfOn({pid});
+  auto with_dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
+  PyPerfRun plain_run = FinishPyPerf(*plain, "PyPerf", kPyPerfTimeout);
+  PyPerfRun dso_run = FinishPyPerf(*with_dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
+
+  const std::string fffd = "\xEF\xBF\xBD";
+  const std::string leaf = "spin" + fffd + "inner_[pn]";
+  const std::string leaf_with_dso =
+      "spin" + fffd + "inner (" + dir.File("lib" + fffd + "dir") + "/libspin.so)_[pn]";
+  for (const auto& [run, expected] :
+       {std::make_pair(&plain_run, leaf), std::make_pair(&dso_run, leaf_with_dso)}) {
+    SCOPED_TRACE(expected);
+    auto calls = LinesIn(run->profile, pid, "call_spin");
+    ASSERT_FALSE(calls.empty()) << Excerpt(run->profile.OfPid(pid));
+    uint64_t named = 0;
+    for (const auto& line : calls) {
+      auto native = FramesOfKind(line, FrameKind::kNative);
+      if (!native.empty() && native.back() == expected) named += line.count;
+    }
+    // The spin loop is where call_spin's time goes.
+    EXPECT_GE(2 * named, SumCounts(calls))
+        << named << " of " << SumCounts(calls) << " samples end in " << expected << ":"
+        << Excerpt(calls, 3);
+  }
+}
 
 // Case 4: with no user stack copied there is nothing to unwind.
 TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
