@@ -52,8 +52,12 @@ void PyPerfProfiler::RequestStop() { g_stop_requested = true; }
 PyPerfProfiler::PyPerfProfiler(const Options& options) : options_(options) {}
 PyPerfProfiler::~PyPerfProfiler() = default;
 
-void PyPerfProfiler::Log(int level, const std::string& message) const {
-  if (options_.verbosity >= level) fprintf(stderr, "PyPerf: %s\n", message.c_str());
+void PyPerfProfiler::Log(int level, const std::string& message) {
+  if (options_.verbosity >= level) stderr_.WriteLine({"PyPerf: ", message});
+}
+
+void PyPerfProfiler::Error(const std::string& message) {
+  stderr_.WriteLine({"PyPerf: error: ", message});
 }
 
 Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& options) {
@@ -209,7 +213,8 @@ void PyPerfProfiler::UpdateProcesses() {
     auto info = inspector_.Inspect(pid);
     if (!info.ok()) {
       rejected_[{pid, *start}] = ExePath(pid);
-      if (!options_.pids.empty()) Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
+      if (!options_.pids.empty())
+        Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
       continue;
     }
     TrackProcess(*info);
@@ -318,16 +323,18 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
 Status PyPerfProfiler::Dump(bool final_dump) {
   auto info = final_dump ? output_->FinalDump() : output_->Dump();
   if (!info.ok()) return info.status();
+  const uint64_t log_dropped = stderr_.dropped();
   char line[512];
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
            "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "processes: %zu, output: %s",
+           "log lines dropped: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
-           (unsigned long long)counters_.sample_errors, tracked_.size(),
+           (unsigned long long)counters_.sample_errors,
+           (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
   if (native_) {
@@ -346,7 +353,8 @@ Status PyPerfProfiler::Dump(bool final_dump) {
     native_line = buf;
     native_at_last_dump_ = now;
   }
-  fprintf(stderr, "PyPerf: %s%s\n", line, native_line.c_str());
+  // A dropped dump line leaves its count to the next one.
+  if (stderr_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
   counters_ = IntervalCounters{};
   return Status::Ok();
 }
@@ -356,7 +364,7 @@ int PyPerfProfiler::Run() {
   UpdateProcesses();
   Status st = bpf_->Attach();
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    Error(st.message());
     return 1;
   }
   // gProfiler takes the file's appearance to mean "sampling, ready for
@@ -364,11 +372,10 @@ int PyPerfProfiler::Run() {
   // samples. (Loading BPF takes about half a second of CPU.)
   st = output_->Start();
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    Error(st.message());
     return 1;
   }
-  fprintf(stderr, "Ready to profile\n");
-  fflush(stderr);
+  stderr_.WriteLine("Ready to profile");
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
@@ -398,7 +405,7 @@ int PyPerfProfiler::Run() {
   bpf_->Poll(0);  // what was already in the buffers belongs to this run
   st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: final dump failed: %s\n", st.message().c_str());
+    Error("final dump failed: " + st.message());
     exit_code = 1;
   }
   return exit_code;

@@ -2,10 +2,14 @@
 // profiled Python processes current (rescanning /proc every update
 // interval), turns each BPF event into one collapsed stack (Python frames,
 // then native, then kernel) and hands it to the output, which dumps on
-// SIGUSR2, at the end of --duration, and on SIGINT/SIGTERM.
+// SIGUSR2, at the end of --duration, and on SIGINT/SIGTERM. Every line it
+// prints on stderr goes through a NonBlockingLineWriter: logging never stalls
+// sampling or delays a dump, and the lines it drops are counted on the next
+// dump line.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -22,6 +26,7 @@
 #include "PythonStackDecoder.h"
 #include "kallsyms.h"
 #include "native_unwinder.h"
+#include "nonblocking_line_writer.h"
 #include "status.h"
 
 namespace pyperf {
@@ -60,7 +65,15 @@ class PyPerfProfiler {
   void AppendNativeFrames(const pyperf_event& event, size_t size, std::string* stack);
   Status Dump(bool final_dump = false);
   void LogNativeRound();
-  void Log(int level, const std::string& message) const;
+  // "PyPerf: <message>" on stderr if -v is at least `level`.
+  void Log(int level, const std::string& message);
+  // "PyPerf: error: <message>", at any -v.
+  void Error(const std::string& message);
+
+  NonBlockingLineWriter stderr_{STDERR_FILENO};
+  // stderr_.dropped() when the last dump line was written: each dump line
+  // reports the lines dropped since then, dropped dump lines included.
+  uint64_t log_dropped_at_last_report_ = 0;
 
   Options options_;
   std::unique_ptr<PyPerfBpf> bpf_;
