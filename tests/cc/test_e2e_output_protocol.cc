@@ -2,8 +2,9 @@
 // the output protocol of the built PyPerf (transient PATH, SIGUSR2 rotation to
 // PATH.<YYYYmmddHHMMSScc>, final dumps at -d, SIGINT and SIGTERM, stdout
 // without -o, one line of counters per dump), that a stderr nobody reads
-// never delays a dump (issue 10), and its command-line errors as a user sees
-// them. Also checks the collapsed-output reader the e2e tests use.
+// never delays a dump (issue 10), the warnings about -p pids that cannot be
+// profiled, and its command-line errors as a user sees them. Also checks the
+// collapsed-output reader the e2e tests use.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -309,6 +311,38 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
       << text.substr(0, 4096);
   for (const auto& line : lines)
     EXPECT_TRUE(line == "Ready to profile" || line.rfind("PyPerf: ", 0) == 0) << "torn: " << line;
+}
+
+// A pid that does not exist now: counting down from the kernel's pid_max.
+pid_t UnusedPid() {
+  pid_t pid_max = 32768;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  for (pid_t pid = pid_max - 1; pid > 1; --pid)
+    if (kill(pid, 0) != 0 && errno == ESRCH) return pid;
+  return -1;
+}
+
+// -p names a pid that does not exist and a process that is not Python: one
+// warning each at start (not one per rescan), and PyPerf runs on and exits 0.
+TEST(PyPerfPids, NamedPidsThatCannotBeProfiledGetOneWarningEach) {
+  PYPERF_REQUIRE_BPF();
+  pid_t missing = UnusedPid();
+  ASSERT_GT(missing, 0) << "no unused pid";
+  ChildProcess sleeper({"sleep", "30"});
+  ASSERT_TRUE(sleeper.Running());
+  auto pyperf = StartPyPerf({"-p", std::to_string(missing), "-p", std::to_string(sleeper.pid()),
+                             "--update-interval", "1", "-d", "2"});
+  auto status = pyperf->Wait(kPyPerfTimeout);
+  ASSERT_TRUE(status.has_value()) << "-d 2 did not end by itself; stderr:\n" << pyperf->Stderr();
+  EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+  for (pid_t pid : {missing, sleeper.pid()}) {
+    std::regex names_pid("\\bpid " + std::to_string(pid) + "\\b");
+    size_t warnings = 0;
+    for (const auto& line : SplitLines(pyperf->Stderr()))
+      if (line.rfind("PyPerf: warning: ", 0) == 0 && std::regex_search(line, names_pid)) ++warnings;
+    EXPECT_EQ(warnings, 1u) << "warnings naming pid " << pid << "; stderr:\n" << pyperf->Stderr();
+  }
+  EXPECT_EQ(DumpReports(pyperf->Stderr()).size(), 1u) << "stderr:\n" << pyperf->Stderr();
 }
 
 // ---- The command line, as a user or gProfiler meets it.

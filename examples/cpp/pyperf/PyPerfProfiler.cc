@@ -1,6 +1,7 @@
 // PyPerfProfiler: see PyPerfProfiler.h.
 #include "PyPerfProfiler.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,10 @@ PyPerfProfiler::~PyPerfProfiler() = default;
 
 void PyPerfProfiler::Log(int level, const std::string& message) {
   if (options_.verbosity >= level) stderr_.WriteLine({"PyPerf: ", message});
+}
+
+void PyPerfProfiler::Warn(const std::string& message) {
+  stderr_.WriteLine({"PyPerf: warning: ", message});
 }
 
 void PyPerfProfiler::Error(const std::string& message) {
@@ -131,7 +136,12 @@ Status PyPerfProfiler::Init() {
 void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   auto reject = [&](const std::string& why) {
     rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
-    Log(0, "not profiling pid " + std::to_string(info.pid) + ": " + why);
+    std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
+    // A pid named with -p that cannot be profiled is a warning.
+    if (options_.pids.empty())
+      Log(0, message);
+    else
+      Warn(message);
   };
   // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
   auto resolved = OffsetsForProcess(info);
@@ -195,8 +205,21 @@ void PyPerfProfiler::UpdateProcesses() {
   std::set<pid_t> alive;
   for (pid_t pid : pids) {
     if (pid == self) continue;
+    const bool first_look = !options_.pids.empty() && looked_at_.insert(pid).second;
     auto start = ReadProcessStartTime(pid);
-    if (!start.ok()) continue;  // gone
+    if (!start.ok()) {  // gone, or not started yet
+      // A -p pid missing at start is worth a warning; one that exited later is not.
+      if (first_look) {
+        const bool exists = kill(pid, 0) == 0 || errno == EPERM;
+        if (exists)
+          Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
+               "); PyPerf keeps running and tries again at each rescan");
+        else
+          Warn("pid " + std::to_string(pid) +
+               " does not exist; PyPerf keeps running and profiles it if it appears");
+      }
+      continue;
+    }
     alive.insert(pid);
     auto it = tracked_.find(pid);
     if (it != tracked_.end()) {
@@ -214,7 +237,7 @@ void PyPerfProfiler::UpdateProcesses() {
     if (!info.ok()) {
       rejected_[{pid, *start}] = ExePath(pid);
       if (!options_.pids.empty())
-        Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
+        Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
       continue;
     }
     TrackProcess(*info);

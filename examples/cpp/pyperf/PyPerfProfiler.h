@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,7 +68,8 @@ class PyPerfProfiler {
   void LogNativeRound();
   // "PyPerf: <message>" on stderr if -v is at least `level`.
   void Log(int level, const std::string& message);
-  // "PyPerf: error: <message>", at any -v.
+  // "PyPerf: warning: <message>" and "PyPerf: error: <message>", at any -v.
+  void Warn(const std::string& message);
   void Error(const std::string& message);
 
   NonBlockingLineWriter stderr_{STDERR_FILENO};
@@ -92,6 +94,8 @@ class PyPerfProfiler {
   std::map<pid_t, Tracked> tracked_;
   // (pid, start time) not profiled -> the executable it had then.
   std::map<std::pair<pid_t, uint64_t>, std::string> rejected_;
+  // -p pids looked at once: only the first look warns about a missing pid.
+  std::set<pid_t> looked_at_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;
