@@ -22,7 +22,10 @@ FILE="$(ls "$OUT_DIR"/pyperf.col.* | sort | tail -1)"
 echo
 echo "demo: collapsed stacks written to $FILE"
 echo "demo: hottest stacks (count, then frames root -> leaf, middle frames elided):"
-awk '{c=$NF; $NF=""; sub(/ $/, ""); print c"\t"$0}' "$FILE" | sort -rn | head -8 | \
+# `sed -n 1,8p` rather than `head -8`: head exits after 8 lines, and sort,
+# still writing, would die of SIGPIPE, which pipefail turns into a failure of
+# the script (exit 141). sed reads to the end, so only real errors fail.
+awk '{c=$NF; $NF=""; sub(/ $/, ""); print c"\t"$0}' "$FILE" | sort -rn | sed -n 1,8p | \
   while IFS=$'\t' read -r count stack; do
     IFS=';' read -ra frames <<<"$stack"
     n=${#frames[@]}

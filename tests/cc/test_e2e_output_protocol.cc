@@ -1,16 +1,22 @@
 // End-to-end tests of what gProfiler's PythonEbpfProfiler relies on (issue 3):
 // the output protocol of the built PyPerf (transient PATH, SIGUSR2 rotation to
 // PATH.<YYYYmmddHHMMSScc>, final dumps at -d, SIGINT and SIGTERM, stdout
-// without -o, one line of counters per dump) and its command-line errors as a
-// user sees them. Also checks the collapsed-output reader the e2e tests use.
+// without -o, one line of counters per dump), that a stderr nobody reads
+// never delays a dump (issue 10), the warnings about -p pids that cannot be
+// profiled, and its command-line errors as a user sees them. Also checks the
+// collapsed-output reader the e2e tests use.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -20,6 +26,7 @@
 #include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
+#include "unique_fd.h"
 
 namespace pyperf_test {
 namespace {
@@ -237,6 +244,105 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
   EXPECT_EQ(profile.TotalSamples(), reports[0].samples);
   EXPECT_FALSE(profile.OfPid(workload_->pid()).empty()) << "stdout:\n" << pyperf->Stdout();
   EXPECT_TRUE(DumpedFiles(path_).empty());
+}
+
+// gProfiler reads PyPerf's stderr only at each snapshot: in between, a
+// verbose PyPerf fills the pipe. That must never delay a dump nor the exit.
+TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
+  constexpr auto kRun = seconds(60);
+  constexpr auto kDumpEvery = seconds(5);
+  constexpr auto kDumpDeadline = seconds(1);  // gProfiler's patience, not a benchmark
+  constexpr auto kExitDeadline = seconds(10);
+
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
+  pyperf::UniqueFd stderr_read_end(fds[0]), stderr_write_end(fds[1]);
+  ChildProcess::Options options;
+  options.stderr_fd = stderr_write_end.get();  // the child's fd 2; nobody reads the other end
+  auto pyperf = StartPyPerf({"-v", "4", "-F", "999", "-o", path_}, options);
+  stderr_write_end.reset();
+
+  ASSERT_TRUE(WaitFor([&] { return FileExists(path_) || !pyperf->Running(); }, kPyPerfTimeout) &&
+              FileExists(path_))
+      << path_ << " did not appear within " << kPyPerfTimeout.count() << " s";
+
+  // gProfiler's snapshot cadence: SIGUSR2 every 5 s, then SIGTERM at the end,
+  // which writes the last interval's file.
+  auto started = std::chrono::steady_clock::now();
+  size_t dumps = 0;
+  for (auto at = started + kDumpEvery; at < started + kRun; at += kDumpEvery) {
+    std::this_thread::sleep_until(at);
+    SCOPED_TRACE("SIGUSR2 #" + std::to_string(dumps + 1));
+    ASSERT_TRUE(pyperf->Running()) << "PyPerf exited with " << pyperf->ExitCode();
+    pyperf->Signal(SIGUSR2);
+    ++dumps;
+    ASSERT_TRUE(WaitFor([&] { return DumpedFiles(path_).size() >= dumps; }, kDumpDeadline))
+        << "no new " << path_ << ".* within " << kDumpDeadline.count() << " s of the signal";
+  }
+
+  std::this_thread::sleep_until(started + kRun);
+  pyperf->Signal(SIGTERM);
+  auto status = pyperf->Wait(kExitDeadline);
+  ASSERT_TRUE(status.has_value()) << "still running " << kExitDeadline.count()
+                                  << " s after SIGTERM";
+  EXPECT_EQ(*status, 0);
+  auto files = DumpedFiles(path_);
+  ASSERT_EQ(files.size(), dumps + 1) << "one file per SIGUSR2 and a final one";
+  CollapsedProfile last = ParseCollapsed(ReadFile(files.back()));
+  EXPECT_TRUE(last.unparseable.empty()) << last.unparseable.front();
+  bool has_main_busy = false;
+  for (const auto& line : last.OfPid(workload_->pid()))
+    for (const auto& frame : line.frames)
+      if (IsPythonFunction(frame, "main_busy", "")) has_main_busy = true;
+  EXPECT_TRUE(has_main_busy) << "the final dump has no stack of the workload with main_busy";
+
+  // What the pipe holds: whole lines from the start, enough of them that the
+  // pipe was full (so the test did exercise a stalled reader).
+  fcntl(stderr_read_end.get(), F_SETFL, O_NONBLOCK);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(stderr_read_end.get(), buf, sizeof(buf))) > 0)
+    text.append(buf, static_cast<size_t>(n));
+  EXPECT_GE(text.size(), 32768u) << "PyPerf wrote too little to fill the pipe:\n" << text;
+  EXPECT_TRUE(text.empty() || text.back() == '\n') << "a torn last line";
+  auto lines = SplitLines(text);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "Ready to profile"), lines.end())
+      << text.substr(0, 4096);
+  for (const auto& line : lines)
+    EXPECT_TRUE(line == "Ready to profile" || line.rfind("PyPerf: ", 0) == 0) << "torn: " << line;
+}
+
+// A pid that does not exist now: counting down from the kernel's pid_max.
+pid_t UnusedPid() {
+  pid_t pid_max = 32768;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  for (pid_t pid = pid_max - 1; pid > 1; --pid)
+    if (kill(pid, 0) != 0 && errno == ESRCH) return pid;
+  return -1;
+}
+
+// -p names a pid that does not exist and a process that is not Python: one
+// warning each at start (not one per rescan), and PyPerf runs on and exits 0.
+TEST(PyPerfPids, NamedPidsThatCannotBeProfiledGetOneWarningEach) {
+  PYPERF_REQUIRE_BPF();
+  pid_t missing = UnusedPid();
+  ASSERT_GT(missing, 0) << "no unused pid";
+  ChildProcess sleeper({"sleep", "30"});
+  ASSERT_TRUE(sleeper.Running());
+  auto pyperf = StartPyPerf({"-p", std::to_string(missing), "-p", std::to_string(sleeper.pid()),
+                             "--update-interval", "1", "-d", "2"});
+  auto status = pyperf->Wait(kPyPerfTimeout);
+  ASSERT_TRUE(status.has_value()) << "-d 2 did not end by itself; stderr:\n" << pyperf->Stderr();
+  EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf->Stderr();
+  for (pid_t pid : {missing, sleeper.pid()}) {
+    std::regex names_pid("\\bpid " + std::to_string(pid) + "\\b");
+    size_t warnings = 0;
+    for (const auto& line : SplitLines(pyperf->Stderr()))
+      if (line.rfind("PyPerf: warning: ", 0) == 0 && std::regex_search(line, names_pid)) ++warnings;
+    EXPECT_EQ(warnings, 1u) << "warnings naming pid " << pid << "; stderr:\n" << pyperf->Stderr();
+  }
+  EXPECT_EQ(DumpReports(pyperf->Stderr()).size(), 1u) << "stderr:\n" << pyperf->Stderr();
 }
 
 // ---- The command line, as a user or gProfiler meets it.

@@ -1,6 +1,7 @@
 // PyPerfProfiler: see PyPerfProfiler.h.
 #include "PyPerfProfiler.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,8 +73,16 @@ void PyPerfProfiler::RequestStop() { g_stop_requested = true; }
 PyPerfProfiler::PyPerfProfiler(const Options& options) : options_(options) {}
 PyPerfProfiler::~PyPerfProfiler() = default;
 
-void PyPerfProfiler::Log(int level, const std::string& message) const {
-  if (options_.verbosity >= level) fprintf(stderr, "PyPerf: %s\n", message.c_str());
+void PyPerfProfiler::Log(int level, const std::string& message) {
+  if (options_.verbosity >= level) stderr_.WriteLine({"PyPerf: ", message});
+}
+
+void PyPerfProfiler::Warn(const std::string& message) {
+  stderr_.WriteLine({"PyPerf: warning: ", message});
+}
+
+void PyPerfProfiler::Error(const std::string& message) {
+  stderr_.WriteLine({"PyPerf: error: ", message});
 }
 
 Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& options) {
@@ -147,7 +156,12 @@ Status PyPerfProfiler::Init() {
 void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   auto reject = [&](const std::string& why) {
     rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
-    Log(0, "not profiling pid " + std::to_string(info.pid) + ": " + why);
+    std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
+    // A pid named with -p that cannot be profiled is a warning.
+    if (options_.pids.empty())
+      Log(0, message);
+    else
+      Warn(message);
   };
   // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
   auto resolved = OffsetsForProcess(info);
@@ -216,8 +230,21 @@ void PyPerfProfiler::UpdateProcesses() {
   std::set<pid_t> alive;
   for (pid_t pid : pids) {
     if (pid == self) continue;
+    const bool first_look = !options_.pids.empty() && looked_at_.insert(pid).second;
     auto start = ReadProcessStartTime(pid);
-    if (!start.ok()) continue;  // gone
+    if (!start.ok()) {  // gone, or not started yet
+      // A -p pid missing at start is worth a warning; one that exited later is not.
+      if (first_look) {
+        const bool exists = kill(pid, 0) == 0 || errno == EPERM;
+        if (exists)
+          Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
+               "); PyPerf keeps running and tries again at each rescan");
+        else
+          Warn("pid " + std::to_string(pid) +
+               " does not exist; PyPerf keeps running and profiles it if it appears");
+      }
+      continue;
+    }
     alive.insert(pid);
     auto it = tracked_.find(pid);
     if (it != tracked_.end()) {
@@ -234,7 +261,8 @@ void PyPerfProfiler::UpdateProcesses() {
     auto info = inspector_.Inspect(pid);
     if (!info.ok()) {
       rejected_[{pid, *start}] = ExePath(pid);
-      if (!options_.pids.empty()) Log(0, "not profiling pid " + std::to_string(pid) + ": " + info.error());
+      if (!options_.pids.empty())
+        Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
       continue;
     }
     TrackProcess(*info);
@@ -344,16 +372,18 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
 Status PyPerfProfiler::Dump(bool final_dump) {
   auto info = final_dump ? output_->FinalDump() : output_->Dump();
   if (!info.ok()) return info.status();
+  const uint64_t log_dropped = stderr_.dropped();
   char line[512];
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
            "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "processes: %zu, output: %s",
+           "log lines dropped: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
-           (unsigned long long)counters_.sample_errors, tracked_.size(),
+           (unsigned long long)counters_.sample_errors,
+           (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
   if (native_) {
@@ -372,7 +402,8 @@ Status PyPerfProfiler::Dump(bool final_dump) {
     native_line = buf;
     native_at_last_dump_ = now;
   }
-  fprintf(stderr, "PyPerf: %s%s\n", line, native_line.c_str());
+  // A dropped dump line leaves its count to the next one.
+  if (stderr_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
   counters_ = IntervalCounters{};
   return Status::Ok();
 }
@@ -382,7 +413,7 @@ int PyPerfProfiler::Run() {
   UpdateProcesses();
   Status st = bpf_->Attach();
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    Error(st.message());
     return 1;
   }
   // gProfiler takes the file's appearance to mean "sampling, ready for
@@ -390,11 +421,10 @@ int PyPerfProfiler::Run() {
   // samples. (Loading BPF takes about half a second of CPU.)
   st = output_->Start();
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
+    Error(st.message());
     return 1;
   }
-  fprintf(stderr, "Ready to profile\n");
-  fflush(stderr);
+  stderr_.WriteLine("Ready to profile");
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
@@ -424,7 +454,7 @@ int PyPerfProfiler::Run() {
   bpf_->Poll(0);  // what was already in the buffers belongs to this run
   st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
-    fprintf(stderr, "PyPerf: error: final dump failed: %s\n", st.message().c_str());
+    Error("final dump failed: " + st.message());
     exit_code = 1;
   }
   return exit_code;

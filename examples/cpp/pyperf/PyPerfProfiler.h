@@ -2,15 +2,20 @@
 // profiled Python processes current (rescanning /proc every update
 // interval), turns each BPF event into one collapsed stack (Python frames,
 // then native, then kernel) and hands it to the output, which dumps on
-// SIGUSR2, at the end of --duration, and on SIGINT/SIGTERM.
+// SIGUSR2, at the end of --duration, and on SIGINT/SIGTERM. Every line it
+// prints on stderr goes through a NonBlockingLineWriter: logging never stalls
+// sampling or delays a dump, and the lines it drops are counted on the next
+// dump line.
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +28,7 @@
 #include "TrackedProcess.h"
 #include "kallsyms.h"
 #include "native_unwinder.h"
+#include "nonblocking_line_writer.h"
 #include "status.h"
 
 namespace pyperf {
@@ -61,7 +67,16 @@ class PyPerfProfiler {
   void AppendNativeFrames(const pyperf_event& event, size_t size, std::string* stack);
   Status Dump(bool final_dump = false);
   void LogNativeRound();
-  void Log(int level, const std::string& message) const;
+  // "PyPerf: <message>" on stderr if -v is at least `level`.
+  void Log(int level, const std::string& message);
+  // "PyPerf: warning: <message>" and "PyPerf: error: <message>", at any -v.
+  void Warn(const std::string& message);
+  void Error(const std::string& message);
+
+  NonBlockingLineWriter stderr_{STDERR_FILENO};
+  // stderr_.dropped() when the last dump line was written: each dump line
+  // reports the lines dropped since then, dropped dump lines included.
+  uint64_t log_dropped_at_last_report_ = 0;
 
   Options options_;
   std::unique_ptr<PyPerfBpf> bpf_;
@@ -76,6 +91,8 @@ class PyPerfProfiler {
   std::map<pid_t, TrackedProcess> tracked_;
   // (pid, start time) not profiled -> the executable it had then.
   std::map<std::pair<pid_t, uint64_t>, std::string> rejected_;
+  // -p pids looked at once: only the first look warns about a missing pid.
+  std::set<pid_t> looked_at_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;

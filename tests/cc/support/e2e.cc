@@ -43,10 +43,11 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
   return child;
 }
 
-std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args) {
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args,
+                                          const ChildProcess::Options& options) {
   std::vector<std::string> argv = {PyPerfBinary()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<ChildProcess>(argv);
+  return std::make_unique<ChildProcess>(argv, options);
 }
 
 bool WaitForStderr(ChildProcess& child, const std::string& text,

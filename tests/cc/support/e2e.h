@@ -36,7 +36,8 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
                                             const std::map<std::string, std::string>& env = {});
 
 // Starts the built PyPerf with `args`.
-std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args);
+std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args,
+                                          const ChildProcess::Options& options = {});
 
 // Waits until `text` is on the child's stderr or the child ends; true if the
 // text is there.

@@ -59,7 +59,9 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const Options& 
   if (pid_ == 0) {
     if (options.new_process_group) setpgid(0, 0);
     int out = open(stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = options.stderr_fd >= 0
+                  ? options.stderr_fd
+                  : open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int in = open("/dev/null", O_RDONLY);
     dup2(in, 0);
     dup2(out, 1);

@@ -50,7 +50,8 @@ class TempDir {
   std::string path_;
 };
 
-// A child process started with execvp. Its stdout and stderr go to files.
+// A child process started with execvp. Its stdout and stderr go to files
+// (stderr to `Options::stderr_fd` instead, when given).
 // The destructor SIGKILLs it (if still running) and reaps it, so a failing
 // test never leaves processes behind.
 class ChildProcess {
@@ -59,6 +60,9 @@ class ChildProcess {
     std::map<std::string, std::string> env;  // added to the environment
     std::string cwd;
     bool new_process_group = true;
+    // When >= 0, the child's stderr is this descriptor (e.g. a pipe's write
+    // end the test holds), not a file; Stderr() is then empty.
+    int stderr_fd = -1;
   };
   ChildProcess(const std::vector<std::string>& argv, const Options& options);
   explicit ChildProcess(const std::vector<std::string>& argv)
