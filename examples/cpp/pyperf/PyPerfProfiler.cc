@@ -263,6 +263,8 @@ void PyPerfProfiler::UpdateProcesses() {
       rejected_[{pid, *start}] = ExePath(pid);
       if (!options_.pids.empty())
         Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
+      else
+        Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
       continue;
     }
     TrackProcess(*info);
@@ -280,6 +282,8 @@ void PyPerfProfiler::UpdateProcesses() {
   }
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
+  Log(4, "rescan: " + std::to_string(alive.size()) + " processes alive, " +
+             std::to_string(tracked_.size()) + " profiled");
 }
 
 void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
@@ -410,12 +414,21 @@ Status PyPerfProfiler::Dump(bool final_dump) {
 
 int PyPerfProfiler::Run() {
   using Clock = std::chrono::steady_clock;
-  UpdateProcesses();
-  Status st = bpf_->Attach();
-  if (!st.ok()) {
-    Error(st.message());
-    return 1;
+  // SIGINT/SIGTERM while the BPF program was loading: nothing was sampled,
+  // and the stop is honoured at once (the last dump is empty).
+  const bool stopped_early = g_stop_requested;
+  Status st;
+  if (!stopped_early) {
+    UpdateProcesses();
+    st = bpf_->Attach();
+    if (!st.ok()) {
+      Error(st.message());
+      return 1;
+    }
   }
+  // A SIGUSR2 before the output file existed asked for an interval that had
+  // not begun: the first dump is the first one requested once ready.
+  g_dump_requested = false;
   // gProfiler takes the file's appearance to mean "sampling, ready for
   // SIGUSR2": create it only once samples flow, so its first interval holds
   // samples. (Loading BPF takes about half a second of CPU.)
@@ -424,7 +437,7 @@ int PyPerfProfiler::Run() {
     Error(st.message());
     return 1;
   }
-  stderr_.WriteLine("Ready to profile");
+  if (!stopped_early) stderr_.WriteLine("Ready to profile");
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
