@@ -184,6 +184,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   bpf_get_current_comm(event->comm, sizeof(event->comm));
   event->error = PYPERF_ERROR_NONE;
   event->truncated = 0;
+  event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
   /* A colliding stack replaces the old one: ids are read within a round, and
@@ -287,7 +288,9 @@ int find_thread_state(struct bpf_perf_event_data *ctx) {
     goto found;
   }
   if (cursor == 0) {
-    /* Not a Python thread (no PyThreadState): native and kernel frames only. */
+    /* Not a Python thread (no PyThreadState): native and kernel frames only,
+     * counted so that an empty Python stack is never silent. */
+    event->no_thread_state = 1;
     submit(ctx, state);
     return 0;
   }

@@ -136,7 +136,8 @@ struct pyperf_event {
   pp_u8 error;
   pp_u8 truncated;
   pp_u8 user_mode;
-  pp_u8 pad[5];
+  pp_u8 no_thread_state; /* the thread list holds no state of this thread (a native thread) */
+  pp_u8 pad[4];
   pp_u64 ip;
   pp_u64 sp;
   pp_u64 bp;

@@ -307,6 +307,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
     s.append("[Sample Error ").append(ErrorName(event.error)).append("]_[pe];");
     ++counters_.sample_errors;
   }
+  if (event.no_thread_state) ++counters_.no_thread_state;
   python_->AppendFrames(event, it->second.version, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
@@ -322,12 +323,13 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
            "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "processes: %zu, output: %s",
+           "no thread state: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
-           (unsigned long long)counters_.sample_errors, tracked_.size(),
+           (unsigned long long)counters_.sample_errors,
+           (unsigned long long)counters_.no_thread_state, tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
   if (native_) {
