@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 
+#include "KernelOffsetCheck.h"
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "btf_offsets.h"
@@ -67,15 +68,6 @@ Status PyPerfProfiler::Init() {
   output_ = std::make_unique<CollapsedOutput>(options_.output_path);
 
   BpfConfig config;
-  if (options_.fs_offset && options_.stack_offset) {
-    config.fs_offset = *options_.fs_offset;
-    config.stack_offset = *options_.stack_offset;
-  } else {
-    auto offsets = ReadKernelOffsets();
-    if (!offsets.ok()) return offsets.status();
-    config.fs_offset = options_.fs_offset ? *options_.fs_offset : offsets->fs_base;
-    config.stack_offset = options_.stack_offset ? *options_.stack_offset : offsets->stack;
-  }
   config.user_stack_pages = options_.user_stacks_pages;
   config.symbols_map_size = options_.symbols_map_size;
   config.kernel_stacks_map_size = options_.kernel_stacks_map_size;
@@ -84,12 +76,25 @@ Status PyPerfProfiler::Init() {
     config.sample_frequency = options_.sample_frequency_hz;
   else
     config.sample_period_ns = options_.sample_period_ns;
-  Log(2, "task_struct offsets: fsbase " + std::to_string(config.fs_offset) + ", stack " +
-             std::to_string(config.stack_offset));
 
-  auto bpf = PyPerfBpf::Load(config);
-  if (!bpf.ok()) return bpf.status();
-  bpf_ = std::move(*bpf);
+  // The program is compiled once; the task_struct offsets it reads are
+  // checked against the running kernel with it, then stored in its map.
+  KernelOffsetFlags flags;
+  flags.fs_offset = options_.fs_offset;
+  flags.stack_offset = options_.stack_offset;
+  auto check = [&](const std::vector<KernelOffsets>& candidates) -> Result<OffsetCheckRun> {
+    auto bpf = PyPerfBpf::Load(config);
+    if (!bpf.ok()) return bpf.status();
+    bpf_ = std::move(*bpf);
+    return CheckKernelOffsets(*bpf_, candidates);
+  };
+  auto offsets = ChooseKernelOffsets(flags, ReadKernelOffsets(), check);
+  if (!offsets.ok()) return offsets.status();
+  if (!bpf_) return Status::Error("the BPF program was not loaded");
+  if (!offsets->warning.empty()) fprintf(stderr, "PyPerf: warning: %s\n", offsets->warning.c_str());
+  Log(2, offsets->summary);
+  Status stored = bpf_->SetKernelOffsets(offsets->offsets);
+  if (!stored.ok()) return stored;
 
   PyPerfBpf* raw_bpf = bpf_.get();
   python_ = std::make_unique<PythonStackDecoder>(
