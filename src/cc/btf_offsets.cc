@@ -93,13 +93,9 @@ Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string&
 Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path) {
   KernelOffsets offsets;
   auto fs = BtfMemberOffset(btf_path, "task_struct", "thread.fsbase");
-  if (!fs.ok())
-    return Status::Error(fs.error() +
-                         "; pass --fs-offset and --stack-offset to give the task_struct offsets");
+  if (!fs.ok()) return Status::Error(fs.error() + kKernelOffsetFlagsHint);
   auto stack = BtfMemberOffset(btf_path, "task_struct", "stack");
-  if (!stack.ok())
-    return Status::Error(stack.error() +
-                         "; pass --fs-offset and --stack-offset to give the task_struct offsets");
+  if (!stack.ok()) return Status::Error(stack.error() + kKernelOffsetFlagsHint);
   offsets.fs_base = *fs;
   offsets.stack = *stack;
   return offsets;

@@ -22,6 +22,10 @@ struct KernelOffsets {
   uint64_t stack = 0;    // task_struct.stack (kernel stack; user regs at its top)
 };
 
+// What ends ReadKernelOffsets' errors: the way out when BTF cannot help.
+constexpr char kKernelOffsetFlagsHint[] =
+    "; pass --fs-offset and --stack-offset to give the task_struct offsets";
+
 // Both offsets from BTF. The error names the BTF file and the override flags.
 Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path = kDefaultVmlinuxBtf);
 

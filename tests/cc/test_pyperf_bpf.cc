@@ -1,5 +1,6 @@
 // PyPerf's BPF program compiles headerlessly and passes the kernel verifier
-// for the parameter range the command line allows.
+// for the parameter range the command line allows, start-up check included.
+#include "KernelOffsetCheck.h"
 #include "PyPerfBpf.h"
 #include "btf_offsets.h"
 #include "support/test_support.h"
@@ -10,16 +11,19 @@ class PyPerfBpfLoad : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(PyPerfBpfLoad, ProgramLoadsWithUserStackPages) {
   PYPERF_REQUIRE_BPF();
-  auto offsets = pyperf::ReadKernelOffsets();
-  ASSERT_TRUE(offsets.ok()) << offsets.error();
   pyperf::BpfConfig config;
-  config.fs_offset = offsets->fs_base;
-  config.stack_offset = offsets->stack;
   config.user_stack_pages = GetParam();
   config.sample_period_ns = 1000000;
   auto bpf = pyperf::PyPerfBpf::Load(config);
   ASSERT_TRUE(bpf.ok()) << bpf.error();
   EXPECT_EQ((*bpf)->CountSymbols(), 0u);
+  // The check program is loaded (and verified) when the check runs.
+  auto offsets = pyperf::ReadKernelOffsets();
+  ASSERT_TRUE(offsets.ok()) << offsets.error();
+  auto run = pyperf::CheckKernelOffsets(**bpf, {*offsets});
+  ASSERT_TRUE(run.ok()) << run.error();
+  EXPECT_EQ(run->verdicts.at(0).outcome, pyperf::OffsetVerdict::Outcome::kPass)
+      << run->verdicts.at(0).why;
 }
 
 INSTANTIATE_TEST_SUITE_P(Pages, PyPerfBpfLoad, ::testing::Values(0u, 1u, 2u, 4u, 15u));

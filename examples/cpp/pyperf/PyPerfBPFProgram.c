@@ -9,13 +9,17 @@
  *                     thread list, several tail calls long); then
  *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
  *                     itself up to MAX_FRAMES, then submits the event.
- * Kernel structures are read only at offsets computed from BTF (FS_OFFSET,
- * STACK_OFFSET); Python structures at offsets from PyOffsets.cc (3.13+: from
- * the interpreter's own _Py_DebugOffsets where it covers them, PyDebugOffsets.cc).
+ * Once at start-up, on samples of PyPerf's own thread:
+ *   check_kernel_offsets reads the task_struct offsets PyPerf may use, so
+ *                     user space can compare them with what the kernel says.
+ * Kernel structures are read only at the offsets in the kernel_offsets map
+ * (from BTF or the command line, checked at start-up); Python structures at
+ * offsets from PyOffsets.cc (3.13+: from the interpreter's own _Py_DebugOffsets
+ * where it covers them, PyDebugOffsets.cc).
  *
- * Compile-time parameters (-D): FS_OFFSET, STACK_OFFSET, THREAD_SIZE,
- * NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK, SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES,
- * FRAMES_PER_PROG, THREADS_PER_PROG, MAX_THREAD_WALKS.
+ * Compile-time parameters (-D): NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK,
+ * SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES, FRAMES_PER_PROG,
+ * THREADS_PER_PROG, MAX_THREAD_WALKS.
  * Loops are bounded and left to the verifier (kernel 5.3 or later). */
 
 #include <uapi/linux/bpf_perf_event.h>
@@ -32,6 +36,7 @@ struct pyperf_sample_state {
   u64 task;
   u64 frame;
   u64 walk_cursor;
+  u64 fsbase; /* the sampled task's thread pointer (pthread_self) */
   u32 thread_walks;
   u32 pad;
   struct pyperf_proc_info proc;
@@ -52,6 +57,11 @@ BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
 BPF_PERF_OUTPUT(events);
 BPF_STACK_TRACE(kernel_stacks, KERNEL_STACKS_MAP_SIZE);
 BPF_PROG_ARRAY(progs, 2);
+/* [0]: the task_struct offsets in use, set before sampling starts. */
+BPF_ARRAY(kernel_offsets, struct pyperf_kernel_offsets, 1);
+/* The start-up check: what to read ([0]) and what was read, per candidate. */
+BPF_ARRAY(offset_check_input, struct pyperf_offset_check_input, 1);
+BPF_ARRAY(offset_check_results, struct pyperf_offset_check_result, PYPERF_CHECK_CANDIDATES);
 
 #define PROG_FIND_THREAD_STATE 0
 #define PROG_WALK_PYTHON_STACK 1
@@ -222,6 +232,9 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   if (!proc) return 0;
   struct pyperf_sample_state *state = this_cpu_state();
   if (!state) return 0;
+  int zero = 0;
+  struct pyperf_kernel_offsets *k = kernel_offsets.lookup(&zero);
+  if (!k) return 0;
   struct pyperf_event *event = &state->event;
 
   event->pid = pid;
@@ -229,6 +242,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   bpf_get_current_comm(event->comm, sizeof(event->comm));
   event->error = PYPERF_ERROR_NONE;
   event->truncated = 0;
+  event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
   /* A colliding stack replaces the old one: ids are read within a round, and
@@ -241,6 +255,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->thread_walks = 0;
   state->walk_cursor = 0;
   state->frame = 0;
+  state->fsbase = 0;
+  bpf_probe_read_kernel(&state->fsbase, sizeof(state->fsbase), (void *)(task + k->fs_offset));
 
   /* User registers: from perf when the sample hit user mode, otherwise the
    * ones saved on entry to the kernel, at the top of the task's kernel stack. */
@@ -251,8 +267,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     event->user_mode = 1;
   } else {
     u64 stack = 0;
-    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + STACK_OFFSET));
-    struct pt_regs *regs = (struct pt_regs *)(stack + THREAD_SIZE - sizeof(struct pt_regs));
+    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + k->stack_offset));
+    struct pt_regs *regs = (struct pt_regs *)(stack + k->regs_offset);
     bpf_probe_read_kernel(&event->ip, sizeof(u64), &regs->ip);
     bpf_probe_read_kernel(&event->sp, sizeof(u64), &regs->sp);
     bpf_probe_read_kernel(&event->bp, sizeof(u64), &regs->bp);
@@ -296,8 +312,7 @@ int find_thread_state(struct bpf_perf_event_data *ctx) {
     return 0;
   }
 
-  u64 fsbase = 0;
-  bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(state->task + FS_OFFSET));
+  u64 fsbase = state->fsbase;
   u32 tid = event->tid;
   u64 tstate = 0;
 
@@ -332,7 +347,9 @@ int find_thread_state(struct bpf_perf_event_data *ctx) {
     goto found;
   }
   if (cursor == 0) {
-    /* Not a Python thread (no PyThreadState): native and kernel frames only. */
+    /* Not a Python thread (no PyThreadState): native and kernel frames only,
+     * counted so that an empty Python stack is never silent. */
+    event->no_thread_state = 1;
     submit(ctx, state);
     return 0;
   }
@@ -406,5 +423,54 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     event->truncated = 1;
   }
   submit(ctx, state);
+  return 0;
+}
+
+/* The start-up check, attached to a perf event of PyPerf's own thread only:
+ * for each candidate offset pair, the fsbase read at task + fs_offset (user
+ * space compares it with arch_prctl(ARCH_GET_FS)) and, on samples that hit
+ * user mode, the user registers saved at each candidate position above
+ * task->stack, compared with the ones perf reports. Read with the same
+ * helpers on_sample uses. */
+int check_kernel_offsets(struct bpf_perf_event_data *ctx) {
+  int zero = 0;
+  struct pyperf_offset_check_input *in = offset_check_input.lookup(&zero);
+  if (!in) return 0;
+  if ((u32)bpf_get_current_pid_tgid() != in->tid) return 0;
+  u64 task = bpf_get_current_task();
+  int user = (ctx->regs.cs & 3) == 3;
+  u64 ip = ctx->regs.ip;
+  u64 sp = ctx->regs.sp;
+#pragma unroll
+  for (u32 c = 0; c < PYPERF_CHECK_CANDIDATES; c++) {
+    if (c >= in->candidate_count) break;
+    u32 index = c;
+    struct pyperf_offset_check_result *r = offset_check_results.lookup(&index);
+    if (!r) break;
+    u64 fsbase = 0;
+    bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(task + in->candidates[c].fs_offset));
+    r->samples++;
+    if (fsbase == in->fsbase) r->fsbase_matches++;
+    r->fsbase = fsbase;
+    if (!user) continue;
+    u64 stack = 0;
+    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + in->candidates[c].stack_offset));
+    r->user_samples++;
+    r->stack = stack;
+    r->user_ip = ip;
+    r->user_sp = sp;
+#pragma unroll
+    for (int l = 0; l < PYPERF_CHECK_REGS_LAYOUTS; l++) {
+      struct pt_regs *regs = (struct pt_regs *)(stack + in->regs_offsets[l]);
+      u64 saved_ip = 0, saved_sp = 0;
+      bpf_probe_read_kernel(&saved_ip, sizeof(saved_ip), &regs->ip);
+      bpf_probe_read_kernel(&saved_sp, sizeof(saved_sp), &regs->sp);
+      if (l == 0) {
+        r->saved_ip = saved_ip;
+        r->saved_sp = saved_sp;
+      }
+      if (stack != 0 && saved_ip == ip && saved_sp == sp) r->regs_matches[l]++;
+    }
+  }
   return 0;
 }

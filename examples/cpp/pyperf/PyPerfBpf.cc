@@ -2,11 +2,13 @@
 #include "PyPerfBpf.h"
 
 #include <bpf/libbpf.h>
-
-#include <cstring>
 #include <linux/perf_event.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "bpf_loader.h"
+#include "perf_event.h"
 
 namespace pyperf {
 // Generated from PyPerfBpfShared.h and PyPerfBPFProgram.c (cmake/EmbedFiles.cmake).
@@ -16,7 +18,9 @@ namespace {
 constexpr int kFramesPerProg = 16;
 constexpr int kThreadsPerProg = 64;
 constexpr int kMaxThreadWalks = 16;  // 1024 thread states at most per lookup
-constexpr uint64_t kThreadSize = 16384;  // x86_64 kernel stack size (no KASAN)
+constexpr char kCheckProgram[] = "check_kernel_offsets";
+// Between two reads of the check's results the thread stays in user mode.
+constexpr auto kCheckSpin = std::chrono::microseconds(100);
 
 uint64_t NextPowerOfTwoMask(uint64_t n) {
   uint64_t p = 1;
@@ -41,9 +45,6 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
   uint64_t stack_bytes = config.user_stack_pages ? config.user_stack_pages * 4096ull : 8;
   std::vector<std::string> cflags = {
       "-DNUM_CPUS=" + std::to_string(libbpf_num_possible_cpus()),
-      "-DFS_OFFSET=" + std::to_string(config.fs_offset),
-      "-DSTACK_OFFSET=" + std::to_string(config.stack_offset),
-      "-DTHREAD_SIZE=" + std::to_string(kThreadSize),
       "-DUSER_STACK_PAGES=" + std::to_string(config.user_stack_pages),
       "-DUSER_STACK_MASK=" + std::to_string(NextPowerOfTwoMask(stack_bytes)),
       "-DSYMBOLS_MAP_SIZE=" + std::to_string(config.symbols_map_size),
@@ -73,6 +74,58 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
 }
 
 PyPerfBpf::~PyPerfBpf() { Detach(); }
+
+Result<std::vector<pyperf_offset_check_result>> PyPerfBpf::SampleOffsetCheck(
+    const pyperf_offset_check_input& input, const OffsetCheckSampling& sampling) {
+  using Clock = std::chrono::steady_clock;
+  auto results = bpf_->get_array_table<pyperf_offset_check_result>("offset_check_results");
+  for (int i = 0; i < PYPERF_CHECK_CANDIDATES; ++i) {
+    auto st = results.update_value(i, pyperf_offset_check_result{});
+    if (!st.ok()) return Status::Error("cannot reset the offset check: " + st.msg());
+  }
+  auto st =
+      bpf_->get_array_table<pyperf_offset_check_input>("offset_check_input").update_value(0, input);
+  if (!st.ok()) return Status::Error("cannot set up the offset check: " + st.msg());
+
+  int prog_fd = -1;
+  Status loaded = LoadBpfFunction(*bpf_, kCheckProgram, BPF_PROG_TYPE_PERF_EVENT, &prog_fd);
+  if (!loaded.ok()) return loaded;
+  auto perf = OpenThreadClockSampler(sampling.period_ns);
+  Status ready = perf.ok() ? AttachBpfToPerfEvent(*perf, prog_fd) : perf.status();
+  if (ready.ok()) ready = EnablePerfEvent(*perf);
+  if (ready.ok()) {
+    // Busy in user mode, reading the count now and then: what matters is the
+    // thread's CPU time, which a busy host may withhold for a while.
+    auto deadline = Clock::now() + sampling.deadline;
+    volatile uint64_t spin = 0;
+    pyperf_offset_check_result first = {};
+    while (true) {
+      auto until = Clock::now() + kCheckSpin;
+      while (Clock::now() < until) spin = spin + 1;
+      results.get_value(0, first);
+      if (first.user_samples >= sampling.min_user_samples || Clock::now() >= deadline) break;
+    }
+    DisablePerfEvent(*perf);
+  }
+  if (perf.ok()) perf->reset();
+  bpf_->unload_func(kCheckProgram);
+  if (!ready.ok()) return ready;
+
+  size_t count = std::min<size_t>(input.candidate_count, PYPERF_CHECK_CANDIDATES);
+  std::vector<pyperf_offset_check_result> seen(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto got = results.get_value(static_cast<int>(i), seen[i]);
+    if (!got.ok()) return Status::Error("cannot read the offset check: " + got.msg());
+  }
+  return seen;
+}
+
+Status PyPerfBpf::SetKernelOffsets(const pyperf_kernel_offsets& offsets) {
+  auto table = bpf_->get_array_table<pyperf_kernel_offsets>("kernel_offsets");
+  auto st = table.update_value(0, offsets);
+  if (!st.ok()) return Status::Error("cannot store the task_struct offsets: " + st.msg());
+  return Status::Ok();
+}
 
 Status PyPerfBpf::SetLayout(uint32_t index, const pyperf_offsets& offsets) {
   auto table = bpf_->get_array_table<pyperf_offsets>("py_offsets");

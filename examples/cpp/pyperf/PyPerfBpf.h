@@ -1,13 +1,15 @@
 // PyPerfBpf: owns PyPerf's loaded BPF program (PyPerfBPFProgram.c) and its
 // maps: compiles it headerlessly with the run's parameters, wires the tail
-// calls, attaches it to the CPU-clock event on every CPU, and gives typed
-// access to the maps user space fills (processes, offset tables) and reads
-// (events, symbols, kernel stacks).
+// calls, samples its own thread with the program's kernel-offset check,
+// attaches it to the CPU-clock event on every CPU, and gives typed access to
+// the maps user space fills (kernel offsets, processes, offset tables) and
+// reads (events, symbols, kernel stacks).
 #pragma once
 
 #include <bcc/BPF.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,8 +24,6 @@
 namespace pyperf {
 
 struct BpfConfig {
-  uint64_t fs_offset = 0;
-  uint64_t stack_offset = 0;
   uint32_t user_stack_pages = 2;
   uint32_t symbols_map_size = 32768;
   uint32_t kernel_stacks_map_size = 65536;
@@ -36,6 +36,15 @@ struct BpfConfig {
 // The BPF program text PyPerf compiles: the shared header and the program.
 std::string PyPerfBpfProgramText();
 
+// How the start-up check samples the calling thread: every period_ns of its
+// CPU time until min_user_samples samples hit user mode, or until the
+// deadline (wall time) passes on a host too busy to run the thread.
+struct OffsetCheckSampling {
+  uint64_t period_ns = 50000;
+  uint64_t min_user_samples = 4;
+  std::chrono::milliseconds deadline{50};
+};
+
 class PyPerfBpf {
  public:
   using EventCallback = std::function<void(const pyperf_event& event, size_t size)>;
@@ -45,6 +54,13 @@ class PyPerfBpf {
   ~PyPerfBpf();
   PyPerfBpf(const PyPerfBpf&) = delete;
   PyPerfBpf& operator=(const PyPerfBpf&) = delete;
+
+  // Samples the calling thread with check_kernel_offsets, which reads what
+  // `input` names at every sample; returns what it saw, per candidate.
+  Result<std::vector<pyperf_offset_check_result>> SampleOffsetCheck(
+      const pyperf_offset_check_input& input, const OffsetCheckSampling& sampling);
+  // The task_struct offsets on_sample reads at; set before Attach.
+  Status SetKernelOffsets(const pyperf_kernel_offsets& offsets);
 
   Status SetLayout(uint32_t index, const pyperf_offsets& offsets);
   Status AddProcess(pid_t pid, const pyperf_proc_info& info);

@@ -172,7 +172,8 @@ struct pyperf_event {
   pp_u8 error;
   pp_u8 truncated;
   pp_u8 user_mode;
-  pp_u8 pad[5];
+  pp_u8 no_thread_state; /* the thread list holds no state of this thread (a native thread) */
+  pp_u8 pad[4];
   pp_u64 ip;
   pp_u64 sp;
   pp_u64 bp;
@@ -181,6 +182,50 @@ struct pyperf_event {
   pp_u32 pad2;
   struct pyperf_frame frames[PYPERF_MAX_FRAMES];
   pp_u8 user_stack[];
+};
+
+/* Where the BPF program finds the sampled task's user thread pointer and its
+ * saved user registers. Run-time values (the kernel_offsets map), so that the
+ * program is compiled once and the values are checked against the running
+ * kernel before sampling starts (KernelOffsetCheck.h). */
+struct pyperf_kernel_offsets {
+  pp_u64 fs_offset;    /* task_struct.thread.fsbase */
+  pp_u64 stack_offset; /* task_struct.stack */
+  pp_u64 regs_offset;  /* saved user pt_regs, from task->stack: THREAD_SIZE - padding - 168 */
+};
+
+/* The start-up check (check_kernel_offsets): each candidate's fs/stack pair is
+ * read on every sample of the checking thread, the saved registers at each
+ * candidate pt_regs position. */
+#define PYPERF_CHECK_CANDIDATES 2
+#define PYPERF_CHECK_REGS_LAYOUTS 4
+
+struct pyperf_offset_check_input {
+  /* The pairs to check (their regs_offset is unused). */
+  struct pyperf_kernel_offsets candidates[PYPERF_CHECK_CANDIDATES];
+  /* The positions of the saved user pt_regs tried, from task->stack. */
+  pp_u64 regs_offsets[PYPERF_CHECK_REGS_LAYOUTS];
+  pp_u64 fsbase;          /* arch_prctl(ARCH_GET_FS) of the checking thread */
+  pp_u32 tid;             /* the checking thread */
+  pp_u32 candidate_count; /* candidates in use */
+};
+
+/* What the check saw for one candidate. */
+struct pyperf_offset_check_result {
+  pp_u64 samples;        /* samples of the checking thread */
+  pp_u64 fsbase_matches; /* of them, with the fsbase read equal to the expected one */
+  pp_u64 user_samples;   /* samples that hit user mode */
+  /* Of them, with the ip and sp saved at regs_offsets[i] equal to perf's. */
+  pp_u64 regs_matches[PYPERF_CHECK_REGS_LAYOUTS];
+  /* For the message on a failure: the fsbase read at the last sample; at the
+   * last user-mode sample, task->stack, the ip and sp saved at
+   * regs_offsets[0], and perf's ip and sp. */
+  pp_u64 fsbase;
+  pp_u64 stack;
+  pp_u64 saved_ip;
+  pp_u64 saved_sp;
+  pp_u64 user_ip;
+  pp_u64 user_sp;
 };
 
 #endif /* PYPERF_BPF_SHARED_H */

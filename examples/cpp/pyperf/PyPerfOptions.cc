@@ -83,9 +83,11 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
         "PATH.<YYYYmmddHHMMSScc> (UTC start of the interval) and start a new PATH "
         "(default: print to stdout)");
   value("--fs-offset", raw.fs_offset, "N",
-        "Offset of task_struct.fs, decimal or 0x hex (default: computed from kernel BTF)");
+        "Offset of task_struct.thread.fsbase, decimal or 0x hex (default: computed from kernel "
+        "BTF); checked against the running kernel at start-up");
   value("--stack-offset", raw.stack_offset, "N",
-        "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF)");
+        "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF); "
+        "checked against the running kernel at start-up");
   app.add_flag("--insert-dso-name", raw.insert_dso_name,
                "Append the file a native frame comes from to its name (default: off)");
   value("--line-numbers", raw.line_numbers, "first|current",

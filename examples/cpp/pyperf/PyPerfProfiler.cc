@@ -11,6 +11,7 @@
 #include <set>
 #include <string_view>
 
+#include "KernelOffsetCheck.h"
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "btf_offsets.h"
@@ -96,15 +97,6 @@ Status PyPerfProfiler::Init() {
   output_ = std::make_unique<CollapsedOutput>(options_.output_path);
 
   BpfConfig config;
-  if (options_.fs_offset && options_.stack_offset) {
-    config.fs_offset = *options_.fs_offset;
-    config.stack_offset = *options_.stack_offset;
-  } else {
-    auto offsets = ReadKernelOffsets();
-    if (!offsets.ok()) return offsets.status();
-    config.fs_offset = options_.fs_offset ? *options_.fs_offset : offsets->fs_base;
-    config.stack_offset = options_.stack_offset ? *options_.stack_offset : offsets->stack;
-  }
   config.user_stack_pages = options_.user_stacks_pages;
   config.symbols_map_size = options_.symbols_map_size;
   config.kernel_stacks_map_size = options_.kernel_stacks_map_size;
@@ -113,12 +105,25 @@ Status PyPerfProfiler::Init() {
     config.sample_frequency = options_.sample_frequency_hz;
   else
     config.sample_period_ns = options_.sample_period_ns;
-  Log(2, "task_struct offsets: fsbase " + std::to_string(config.fs_offset) + ", stack " +
-             std::to_string(config.stack_offset));
 
-  auto bpf = PyPerfBpf::Load(config);
-  if (!bpf.ok()) return bpf.status();
-  bpf_ = std::move(*bpf);
+  // The program is compiled once; the task_struct offsets it reads are
+  // checked against the running kernel with it, then stored in its map.
+  KernelOffsetFlags flags;
+  flags.fs_offset = options_.fs_offset;
+  flags.stack_offset = options_.stack_offset;
+  auto check = [&](const std::vector<KernelOffsets>& candidates) -> Result<OffsetCheckRun> {
+    auto bpf = PyPerfBpf::Load(config);
+    if (!bpf.ok()) return bpf.status();
+    bpf_ = std::move(*bpf);
+    return CheckKernelOffsets(*bpf_, candidates);
+  };
+  auto offsets = ChooseKernelOffsets(flags, ReadKernelOffsets(), check);
+  if (!offsets.ok()) return offsets.status();
+  if (!bpf_) return Status::Error("the BPF program was not loaded");
+  if (!offsets->warning.empty()) fprintf(stderr, "PyPerf: warning: %s\n", offsets->warning.c_str());
+  Log(2, offsets->summary);
+  Status stored = bpf_->SetKernelOffsets(offsets->offsets);
+  if (!stored.ok()) return stored;
 
   PyPerfBpf* raw_bpf = bpf_.get();
   python_ = std::make_unique<PythonStackDecoder>(
@@ -365,6 +370,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
     s.append("[Sample Error ").append(ErrorName(event.error)).append("]_[pe];");
     ++counters_.sample_errors;
   }
+  if (event.no_thread_state) ++counters_.no_thread_state;
   python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
@@ -381,12 +387,13 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
            "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "log lines dropped: %llu, processes: %zu, output: %s",
+           "no thread state: %llu, log lines dropped: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
+           (unsigned long long)counters_.no_thread_state,
            (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;

@@ -42,6 +42,10 @@ struct IntervalCounters {
   uint64_t kernel_stack_errors = 0;
   uint64_t native_stack_errors = 0;
   uint64_t sample_errors = 0;
+  // Samples of tracked processes whose thread has no PyThreadState (a native
+  // thread, or one not yet or no longer known to the interpreter): they carry
+  // no Python frames, and this says so.
+  uint64_t no_thread_state = 0;
 };
 
 class PyPerfProfiler {

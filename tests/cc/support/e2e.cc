@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 
 namespace pyperf_test {
 
@@ -75,6 +76,18 @@ PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
       << run.profile.unparseable.size()
       << " unparseable lines, the first: " << run.profile.unparseable.front();
   return run;
+}
+
+std::optional<uint64_t> DumpCounter(const std::string& stderr_text, const std::string& name) {
+  std::optional<uint64_t> sum;
+  const std::regex field("[:,] " + name + ": (\\d+)(,|$)");
+  for (const auto& line : SplitLines(stderr_text)) {
+    if (line.rfind("PyPerf: samples collected: ", 0) != 0) continue;
+    std::smatch m;
+    if (!std::regex_search(line, m, field)) continue;
+    sum = sum.value_or(0) + std::stoull(m[1].str());
+  }
+  return sum;
 }
 
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +54,11 @@ struct PyPerfRun {
 // it does not exit 0 or writes lines gProfiler could not read.
 PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
                        std::chrono::milliseconds timeout);
+
+// The sum of counter `name` over the dump lines PyPerf printed on stderr
+// ("PyPerf: samples collected: N, ..., name: N, ..."); nullopt if no dump
+// line has it.
+std::optional<uint64_t> DumpCounter(const std::string& stderr_text, const std::string& name);
 
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
