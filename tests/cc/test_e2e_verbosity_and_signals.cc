@@ -73,7 +73,9 @@ TEST(Verbosity, EachLevelPrintsExactlyItsKindsOfLines) {
     for (int k = 0; k <= level; ++k) EXPECT_GT(seen[k], 0) << "no line of level " << k;
     auto lines = SplitLines(run.stderr_text);
     EXPECT_EQ(std::count(lines.begin(), lines.end(), "Ready to profile"), 1) << run.stderr_text;
-    if (level == 0) EXPECT_EQ(lines.front(), "Ready to profile") << run.stderr_text;
+    if (level == 0) {
+      EXPECT_EQ(lines.front(), "Ready to profile") << run.stderr_text;
+    }
   }
 }
 
