@@ -1,6 +1,8 @@
 // BPF loading without kernel headers: see bpf_loader.h.
 #include "bpf_loader.h"
 
+#include <bpf/libbpf.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,6 +39,16 @@ Status CheckBpfPrivileges() {
   return Status::Error("insufficient privileges to load BPF programs (missing " + missing +
                        "): run as root, or grant CAP_BPF + CAP_PERFMON (e.g. setcap "
                        "cap_bpf,cap_perfmon+ep)");
+}
+
+bool KernelHasProbeReadUser() {
+  // 1: the verifier knows the helper; 0: it does not; negative: no answer
+  // (e.g. a locked-memory limit on an old kernel).
+  int known = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_probe_read_user, nullptr);
+  if (known >= 0) return known == 1;
+  struct utsname un;
+  if (::uname(&un) != 0) return true;
+  return LinuxVersionCode(un.release) >= ((5u << 16) + (5u << 8));
 }
 
 Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,

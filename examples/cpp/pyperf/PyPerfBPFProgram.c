@@ -15,7 +15,7 @@
  *
  * Compile-time parameters (-D): FS_OFFSET, STACK_OFFSET, THREAD_SIZE,
  * NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK, SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES,
- * FRAMES_PER_PROG, THREADS_PER_PROG, MAX_THREAD_WALKS.
+ * FRAMES_PER_PROG, THREADS_PER_PROG, MAX_THREAD_WALKS, PYPERF_PROBE_READ_USER.
  * Loops are bounded and left to the verifier (kernel 5.3 or later). */
 
 #include <uapi/linux/bpf_perf_event.h>
@@ -56,15 +56,35 @@ BPF_PROG_ARRAY(progs, 2);
 #define PROG_FIND_THREAD_STATE 0
 #define PROG_WALK_PYTHON_STACK 1
 
+/* The probe-read helpers, called through pointers of our own. libbcc rewrites
+ * each call of bpf_probe_read_user{,_str} by name after looking the helper up
+ * in /proc/kallsyms, and libbcc 0.26 rebuilds a map of every kernel symbol for
+ * each such call site: that was most of PyPerf's start-up CPU. The loader asks
+ * the kernel once whether it has the user/kernel helpers (Linux 5.5+) and sets
+ * PYPERF_PROBE_READ_USER; older kernels get bpf_probe_read{,_str}, as libbcc
+ * would have chosen. */
+#if PYPERF_PROBE_READ_USER
+#define PYPERF_FUNC_READ_USER BPF_FUNC_probe_read_user
+#define PYPERF_FUNC_READ_USER_STR BPF_FUNC_probe_read_user_str
+#define PYPERF_FUNC_READ_KERNEL BPF_FUNC_probe_read_kernel
+#else
+#define PYPERF_FUNC_READ_USER BPF_FUNC_probe_read
+#define PYPERF_FUNC_READ_USER_STR BPF_FUNC_probe_read_str
+#define PYPERF_FUNC_READ_KERNEL BPF_FUNC_probe_read
+#endif
+static int (*read_user)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER;
+static int (*read_user_str)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER_STR;
+static int (*read_kernel)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_KERNEL;
+
 static __always_inline u64 read_ptr(u64 addr) {
   u64 value = 0;
-  if (bpf_probe_read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
+  if (read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
   return value;
 }
 
 static __always_inline s32 read_s32(u64 addr) {
   s32 value = 0;
-  bpf_probe_read_user(&value, sizeof(value), (void *)addr);
+  read_user(&value, sizeof(value), (void *)addr);
   return value;
 }
 
@@ -101,7 +121,7 @@ static __always_inline void read_py_string(struct pyperf_offsets *o, u64 obj, ch
   u64 data = obj + o->string_data;
   if (o->string_kind == PYPERF_STRING_UNICODE) {
     u32 state = 0;
-    bpf_probe_read_user(&state, sizeof(state), (void *)(obj + o->unicode_state));
+    read_user(&state, sizeof(state), (void *)(obj + o->unicode_state));
     /* state bits: interned (2), kind (3), compact (1), ascii (1). */
     int compact = (state >> 5) & 1;
     int ascii = (state >> 6) & 1;
@@ -113,7 +133,7 @@ static __always_inline void read_py_string(struct pyperf_offsets *o, u64 obj, ch
       data = utf8 ? utf8 : obj + o->compact_unicode_data;
     }
   }
-  bpf_probe_read_user_str(dst, len, (void *)data);
+  read_user_str(dst, len, (void *)data);
 }
 
 /* The class of a method: the type of a first argument named self, or the
@@ -138,7 +158,7 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
     return;
   }
   u64 tp_name = read_ptr(type + o->type_name);
-  if (tp_name) bpf_probe_read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
+  if (tp_name) read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
 }
 
 /* Interns the frame's code object as a symbol id; -1 when the map is full. */
@@ -206,11 +226,11 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     event->user_mode = 1;
   } else {
     u64 stack = 0;
-    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + STACK_OFFSET));
+    read_kernel(&stack, sizeof(stack), (void *)(task + STACK_OFFSET));
     struct pt_regs *regs = (struct pt_regs *)(stack + THREAD_SIZE - sizeof(struct pt_regs));
-    bpf_probe_read_kernel(&event->ip, sizeof(u64), &regs->ip);
-    bpf_probe_read_kernel(&event->sp, sizeof(u64), &regs->sp);
-    bpf_probe_read_kernel(&event->bp, sizeof(u64), &regs->bp);
+    read_kernel(&event->ip, sizeof(u64), &regs->ip);
+    read_kernel(&event->sp, sizeof(u64), &regs->sp);
+    read_kernel(&event->bp, sizeof(u64), &regs->bp);
     event->user_mode = 0;
   }
 
@@ -222,12 +242,12 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     event->user_stack_start = start;
     u32 first = PAGE_SIZE - (start & (PAGE_SIZE - 1));
     if (first > PAGE_SIZE) first = PAGE_SIZE;
-    if (bpf_probe_read_user(event->user_stack, first, (void *)start) == 0) {
+    if (read_user(event->user_stack, first, (void *)start) == 0) {
       u32 copied = first;
       for (int i = 0; i < USER_STACK_PAGES; i++) {
         if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) break;
         u32 off = copied & USER_STACK_MASK;
-        if (bpf_probe_read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
+        if (read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
           break;
         copied += PAGE_SIZE;
       }
@@ -252,7 +272,7 @@ int find_thread_state(struct bpf_perf_event_data *ctx) {
   }
 
   u64 fsbase = 0;
-  bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(state->task + FS_OFFSET));
+  read_kernel(&fsbase, sizeof(fsbase), (void *)(state->task + FS_OFFSET));
   u32 tid = event->tid;
   u64 tstate = 0;
 
@@ -325,7 +345,7 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     int skip = 0;
     if (o->frame_owner >= 0) {
       u8 owner = 0;
-      bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
+      read_user(&owner, 1, (void *)(frame + o->frame_owner));
       /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python code. */
       if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) skip = 1;
     }

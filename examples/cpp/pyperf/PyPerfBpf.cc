@@ -51,6 +51,8 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
       "-DFRAMES_PER_PROG=" + std::to_string(kFramesPerProg),
       "-DTHREADS_PER_PROG=" + std::to_string(kThreadsPerProg),
       "-DMAX_THREAD_WALKS=" + std::to_string(kMaxThreadWalks),
+      std::string("-DPYPERF_PROBE_READ_USER=") +
+          (config.probe_read_user.value_or(KernelHasProbeReadUser()) ? "1" : "0"),
   };
   auto bpf = CompileBpfProgram(PyPerfBpfProgramText(), cflags);
   if (!bpf.ok()) return bpf.status();
