@@ -55,8 +55,16 @@ Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
                                                      const std::vector<std::string>& cflags) {
   auto shim = KernelHeaderShim::Install();
   if (!shim.ok()) return shim.status();
-  auto bpf = std::make_unique<ebpf::BPF>();
-  ebpf::StatusTuple st = bpf->init(program, cflags);
+  // Start-up work that buys PyPerf nothing, left out:
+  // - the rw engine: JIT-compiled string readers/writers of every map's key
+  //   and value, used only by libbcc's untyped (string) table API;
+  // - debug info (-g0 overrides libbcc's -g): libbcc turns it into BTF for
+  //   the maps, and the kernel allocates a stack-trace map (64 MiB at the
+  //   default size) before refusing BTF on it, so libbcc creates it twice.
+  auto bpf = std::make_unique<ebpf::BPF>(0, nullptr, /*rw_engine_enabled=*/false);
+  std::vector<std::string> flags = cflags;
+  flags.push_back("-g0");
+  ebpf::StatusTuple st = bpf->init(program, flags);
   if (!st.ok())
     return Status::Error("cannot compile/load the BPF program: " + st.msg() +
                          " (compiler diagnostics above)");

@@ -26,7 +26,9 @@ bool KernelHasProbeReadUser();
 
 // Compiles and loads `program` (BPF C) with libbcc. `cflags` are passed to
 // clang (e.g. "-DMAX_FRAMES=80"). Kernel headers are never needed: the shim
-// stands in for them during compilation and is removed afterwards.
+// stands in for them during compilation and is removed afterwards. The program
+// is built without debug info (so without BTF) and without libbcc's rw
+// engine: maps are read through the typed table API only.
 Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
                                                      const std::vector<std::string>& cflags);
 
