@@ -12,6 +12,7 @@ Python 3 standard library only: gProfiler's psutil, granulate_utils and
 logging are replaced by plain equivalents.
 """
 import ctypes
+import fcntl
 import glob
 import os
 import random
@@ -278,6 +279,7 @@ class PythonEbpfHarness(object):
         self.stdout_log = bytearray()
         self.stderr_log = bytearray()
         self.largest_read = 0  # the biggest single read1(); OUTPUT_READ_SIZE means a backlog
+        self.pipe_capacity = None  # bytes PyPerf can write to a pipe before it blocks
         self.restarts = 0
         self.errors = []  # PyPerfError of each failed cycle
 
@@ -362,6 +364,8 @@ class PythonEbpfHarness(object):
             self.stderr_log += stderr
             raise PyPerfFailedToStart(returncode, cmd, stdout, stderr, "PyPerf failed to start")
         self.process = process
+        self.pipe_capacity = min(fcntl.fcntl(p.fileno(), fcntl.F_GETPIPE_SZ)
+                                 for p in (process.stdout, process.stderr))
         self.selector = selectors.DefaultSelector()
         self.selector.register(process.stdout, selectors.EVENT_READ)
         self.selector.register(process.stderr, selectors.EVENT_READ)
