@@ -282,6 +282,8 @@ def running(harness, exit_timeout=30):
     a PyPerf that ignores SIGTERM for `exit_timeout` s is killed and fails
     the test."""
     harness.start()
+    log("PyPerf ready after %.2fs (its output file exists; gProfiler waits %ss)"
+        % (harness.start_seconds, harness.poll_timeout))
     try:
         yield harness
     except BaseException:
