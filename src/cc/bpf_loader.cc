@@ -1,6 +1,8 @@
 // BPF loading without kernel headers: see bpf_loader.h.
 #include "bpf_loader.h"
 
+#include <bpf/libbpf.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,12 +41,30 @@ Status CheckBpfPrivileges() {
                        "cap_bpf,cap_perfmon+ep)");
 }
 
+bool KernelHasProbeReadUser() {
+  // 1: the verifier knows the helper; 0: it does not; negative: no answer
+  // (e.g. a locked-memory limit on an old kernel).
+  int known = libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_probe_read_user, nullptr);
+  if (known >= 0) return known == 1;
+  struct utsname un;
+  if (::uname(&un) != 0) return true;
+  return LinuxVersionCode(un.release) >= ((5u << 16) + (5u << 8));
+}
+
 Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
                                                      const std::vector<std::string>& cflags) {
   auto shim = KernelHeaderShim::Install();
   if (!shim.ok()) return shim.status();
-  auto bpf = std::make_unique<ebpf::BPF>();
-  ebpf::StatusTuple st = bpf->init(program, cflags);
+  // Start-up work that buys PyPerf nothing, left out:
+  // - the rw engine: JIT-compiled string readers/writers of every map's key
+  //   and value, used only by libbcc's untyped (string) table API;
+  // - debug info (-g0 overrides libbcc's -g): libbcc turns it into BTF for
+  //   the maps, and the kernel allocates a stack-trace map (64 MiB at the
+  //   default size) before refusing BTF on it, so libbcc creates it twice.
+  auto bpf = std::make_unique<ebpf::BPF>(0, nullptr, /*rw_engine_enabled=*/false);
+  std::vector<std::string> flags = cflags;
+  flags.push_back("-g0");
+  ebpf::StatusTuple st = bpf->init(program, flags);
   if (!st.ok())
     return Status::Error("cannot compile/load the BPF program: " + st.msg() +
                          " (compiler diagnostics above)");

@@ -50,10 +50,7 @@ std::optional<uint64_t> FindMember(const struct btf* btf, const struct btf_type*
   return std::nullopt;
 }
 
-}  // namespace
-
-Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string& struct_name,
-                                 const std::string& member_path) {
+Result<BtfPtr> ParseBtf(const std::string& btf_path) {
   struct stat st;
   if (::stat(btf_path.c_str(), &st) != 0)
     return Status::Error("cannot read BTF " + btf_path + ": " + strerror(errno));
@@ -66,9 +63,14 @@ Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string&
     btf.release();
     return Status::Error("cannot parse BTF " + btf_path + " (not a valid BTF file)");
   }
-  int32_t id = btf__find_by_name_kind(btf.get(), struct_name.c_str(), BTF_KIND_STRUCT);
+  return btf;
+}
+
+Result<uint64_t> MemberOffset(const struct btf* btf, const std::string& btf_path,
+                              const std::string& struct_name, const std::string& member_path) {
+  int32_t id = btf__find_by_name_kind(btf, struct_name.c_str(), BTF_KIND_STRUCT);
   if (id < 0) return Status::Error("struct " + struct_name + " not found in BTF " + btf_path);
-  const struct btf_type* t = btf__type_by_id(btf.get(), id);
+  const struct btf_type* t = btf__type_by_id(btf, id);
 
   uint64_t bits = 0;
   size_t start = 0;
@@ -76,13 +78,13 @@ Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string&
     size_t dot = member_path.find('.', start);
     std::string part = member_path.substr(start, dot == std::string::npos ? dot : dot - start);
     uint32_t member_type = 0;
-    auto off = FindMember(btf.get(), t, part, &member_type);
+    auto off = FindMember(btf, t, part, &member_type);
     if (!off)
       return Status::Error("member " + member_path + " not found in struct " + struct_name +
                            " in BTF " + btf_path);
     bits += *off;
     if (dot == std::string::npos) break;
-    t = Resolve(btf.get(), member_type);
+    t = Resolve(btf, member_type);
     start = dot + 1;
   }
   if (bits % 8 != 0)
@@ -90,11 +92,23 @@ Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string&
   return bits / 8;
 }
 
+}  // namespace
+
+Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string& struct_name,
+                                 const std::string& member_path) {
+  auto btf = ParseBtf(btf_path);
+  if (!btf.ok()) return btf.status();
+  return MemberOffset(btf->get(), btf_path, struct_name, member_path);
+}
+
 Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path) {
+  // Parsed once: the kernel's BTF is several MiB, and this is start-up time.
+  auto btf = ParseBtf(btf_path);
+  if (!btf.ok()) return Status::Error(btf.error() + kKernelOffsetFlagsHint);
   KernelOffsets offsets;
-  auto fs = BtfMemberOffset(btf_path, "task_struct", "thread.fsbase");
+  auto fs = MemberOffset(btf->get(), btf_path, "task_struct", "thread.fsbase");
   if (!fs.ok()) return Status::Error(fs.error() + kKernelOffsetFlagsHint);
-  auto stack = BtfMemberOffset(btf_path, "task_struct", "stack");
+  auto stack = MemberOffset(btf->get(), btf_path, "task_struct", "stack");
   if (!stack.ok()) return Status::Error(stack.error() + kKernelOffsetFlagsHint);
   offsets.fs_base = *fs;
   offsets.stack = *stack;

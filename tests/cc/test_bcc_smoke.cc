@@ -1,6 +1,7 @@
 // libbcc smoke test: a BPF program compiled without kernel headers, attached
 // to the software CPU-clock perf event, sees samples of a busy child process.
 #include <signal.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "bpf_loader.h"
@@ -56,6 +57,17 @@ int on_sample(struct bpf_perf_event_data *ctx) {
       std::chrono::seconds(5));
   (*bpf)->detach_perf_event(1, 0);
   EXPECT_TRUE(got) << "samples of the busy child: " << count;
+}
+
+TEST(BccSmoke, KnowsWhetherTheKernelHasProbeReadUser) {
+  PYPERF_REQUIRE_BPF();
+  struct utsname un;
+  ASSERT_EQ(uname(&un), 0);
+  // The helpers arrived in Linux 5.5; distribution backports only add them.
+  if (pyperf::LinuxVersionCode(un.release) < ((5u << 16) + (5u << 8)))
+    PYPERF_SKIP_OR_FAIL(std::string("kernel ") + un.release +
+                        " may or may not have them (backports)");
+  EXPECT_TRUE(pyperf::KernelHasProbeReadUser()) << un.release;
 }
 
 TEST(BccSmoke, CompileErrorIsAValueNotACrash) {

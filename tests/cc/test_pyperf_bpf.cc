@@ -28,4 +28,15 @@ TEST_P(PyPerfBpfLoad, ProgramLoadsWithUserStackPages) {
 
 INSTANTIATE_TEST_SUITE_P(Pages, PyPerfBpfLoad, ::testing::Values(0u, 1u, 2u, 4u, 15u));
 
+// Kernels before 5.5 have only bpf_probe_read{,_str}; the program must load
+// with them too (x86_64 kernels still accept them).
+TEST(PyPerfBpfLoadLegacy, ProgramLoadsWithBpfProbeRead) {
+  PYPERF_REQUIRE_BPF();
+  pyperf::BpfConfig config;
+  config.sample_period_ns = 1000000;
+  config.probe_read_user = false;
+  auto bpf = pyperf::PyPerfBpf::Load(config);
+  ASSERT_TRUE(bpf.ok()) << bpf.error();
+}
+
 }  // namespace

@@ -12,6 +12,7 @@ Python 3 standard library only: gProfiler's psutil, granulate_utils and
 logging are replaced by plain equivalents.
 """
 import ctypes
+import fcntl
 import glob
 import os
 import random
@@ -278,6 +279,8 @@ class PythonEbpfHarness(object):
         self.stdout_log = bytearray()
         self.stderr_log = bytearray()
         self.largest_read = 0  # the biggest single read1(); OUTPUT_READ_SIZE means a backlog
+        self.pipe_capacity = None  # bytes PyPerf can write to a pipe before it blocks
+        self.start_seconds = None  # from exec to the transient file, in the last start()
         self.restarts = 0
         self.errors = []  # PyPerfError of each failed cycle
 
@@ -351,6 +354,7 @@ class PythonEbpfHarness(object):
         a timeout kill PyPerf and report "PyPerf failed to start"."""
         cmd = self.start_command()
         self._remove_outputs()
+        started = time.monotonic()
         process = start_process(cmd)
         try:
             wait_event(self.poll_timeout, lambda: os.path.exists(self.output_path))
@@ -361,7 +365,10 @@ class PythonEbpfHarness(object):
             self.stdout_log += stdout
             self.stderr_log += stderr
             raise PyPerfFailedToStart(returncode, cmd, stdout, stderr, "PyPerf failed to start")
+        self.start_seconds = time.monotonic() - started
         self.process = process
+        self.pipe_capacity = min(fcntl.fcntl(p.fileno(), fcntl.F_GETPIPE_SZ)
+                                 for p in (process.stdout, process.stderr))
         self.selector = selectors.DefaultSelector()
         self.selector.register(process.stdout, selectors.EVENT_READ)
         self.selector.register(process.stderr, selectors.EVENT_READ)

@@ -19,7 +19,7 @@
  *
  * Compile-time parameters (-D): NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK,
  * SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES, FRAMES_PER_PROG,
- * THREADS_PER_PROG, MAX_THREAD_WALKS.
+ * THREADS_PER_PROG, MAX_THREAD_WALKS, PYPERF_PROBE_READ_USER.
  * Loops are bounded and left to the verifier (kernel 5.3 or later). */
 
 #include <uapi/linux/bpf_perf_event.h>
@@ -66,15 +66,35 @@ BPF_ARRAY(offset_check_results, struct pyperf_offset_check_result, PYPERF_CHECK_
 #define PROG_FIND_THREAD_STATE 0
 #define PROG_WALK_PYTHON_STACK 1
 
+/* The probe-read helpers, called through pointers of our own. libbcc rewrites
+ * each call of bpf_probe_read_user{,_str} by name after looking the helper up
+ * in /proc/kallsyms, and libbcc 0.26 rebuilds a map of every kernel symbol for
+ * each such call site: that was most of PyPerf's start-up CPU. The loader asks
+ * the kernel once whether it has the user/kernel helpers (Linux 5.5+) and sets
+ * PYPERF_PROBE_READ_USER; older kernels get bpf_probe_read{,_str}, as libbcc
+ * would have chosen. */
+#if PYPERF_PROBE_READ_USER
+#define PYPERF_FUNC_READ_USER BPF_FUNC_probe_read_user
+#define PYPERF_FUNC_READ_USER_STR BPF_FUNC_probe_read_user_str
+#define PYPERF_FUNC_READ_KERNEL BPF_FUNC_probe_read_kernel
+#else
+#define PYPERF_FUNC_READ_USER BPF_FUNC_probe_read
+#define PYPERF_FUNC_READ_USER_STR BPF_FUNC_probe_read_str
+#define PYPERF_FUNC_READ_KERNEL BPF_FUNC_probe_read
+#endif
+static int (*read_user)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER;
+static int (*read_user_str)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER_STR;
+static int (*read_kernel)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_KERNEL;
+
 static __always_inline u64 read_ptr(u64 addr) {
   u64 value = 0;
-  if (bpf_probe_read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
+  if (read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
   return value;
 }
 
 static __always_inline s32 read_s32(u64 addr) {
   s32 value = 0;
-  bpf_probe_read_user(&value, sizeof(value), (void *)addr);
+  read_user(&value, sizeof(value), (void *)addr);
   return value;
 }
 
@@ -123,14 +143,14 @@ static __always_inline void read_py_text(struct pyperf_offsets *o, u64 obj, char
   if (obj == 0) return;
   text->encoding = PYPERF_TEXT_UNREADABLE;
   u64 length = 0;
-  if (bpf_probe_read_user(&length, sizeof(length), (void *)(obj + o->unicode_length)) != 0) return;
+  if (read_user(&length, sizeof(length), (void *)(obj + o->unicode_length)) != 0) return;
   if (length > MAX_TEXT_LENGTH) return;
   u64 data = obj + o->string_data;
   u8 encoding = PYPERF_TEXT_UTF8;
   u64 width = 1;
   if (o->string_kind == PYPERF_STRING_UNICODE) {
     u32 state = 0;
-    if (bpf_probe_read_user(&state, sizeof(state), (void *)(obj + o->unicode_state)) != 0) return;
+    if (read_user(&state, sizeof(state), (void *)(obj + o->unicode_state)) != 0) return;
     u32 kind = (state >> UNICODE_KIND_SHIFT) & 7;
     if (kind != 1 && kind != 2 && kind != 4) return;
     if (!((state >> UNICODE_COMPACT_BIT) & 1)) {
@@ -148,7 +168,7 @@ static __always_inline void read_py_text(struct pyperf_offsets *o, u64 obj, char
   u64 size = length * width;
   u64 n = size;
   if (n > cap) n = cap;
-  if (n > 0 && bpf_probe_read_user(dst, n, (void *)data) != 0) return;
+  if (n > 0 && read_user(dst, n, (void *)data) != 0) return;
   text->size = (u32)size;
   text->encoding = encoding;
 }
@@ -180,7 +200,7 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
   u64 tp_name = read_ptr(type + o->type_name);
   if (tp_name == 0) return;
   sym->class_text.encoding = PYPERF_TEXT_UNREADABLE;
-  long copied = bpf_probe_read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
+  long copied = read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
   if (copied <= 0) return;
   sym->class_text.encoding = PYPERF_TEXT_UTF8;
   sym->class_text.size = (u32)copied - 1;
@@ -189,7 +209,7 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
      * last byte copied is the terminator, so size counts one byte less than
      * the buffer; a larger size marks the cut. */
     char next = 0;
-    bpf_probe_read_user(&next, 1, (void *)(tp_name + sizeof(sym->class_name) - 1));
+    read_user(&next, 1, (void *)(tp_name + sizeof(sym->class_name) - 1));
     if (next != 0) sym->class_text.size = sizeof(sym->class_name) + 1;
   }
 }
@@ -256,7 +276,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->walk_cursor = 0;
   state->frame = 0;
   state->fsbase = 0;
-  bpf_probe_read_kernel(&state->fsbase, sizeof(state->fsbase), (void *)(task + k->fs_offset));
+  read_kernel(&state->fsbase, sizeof(state->fsbase), (void *)(task + k->fs_offset));
 
   /* User registers: from perf when the sample hit user mode, otherwise the
    * ones saved on entry to the kernel, at the top of the task's kernel stack. */
@@ -267,11 +287,11 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     event->user_mode = 1;
   } else {
     u64 stack = 0;
-    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + k->stack_offset));
+    read_kernel(&stack, sizeof(stack), (void *)(task + k->stack_offset));
     struct pt_regs *regs = (struct pt_regs *)(stack + k->regs_offset);
-    bpf_probe_read_kernel(&event->ip, sizeof(u64), &regs->ip);
-    bpf_probe_read_kernel(&event->sp, sizeof(u64), &regs->sp);
-    bpf_probe_read_kernel(&event->bp, sizeof(u64), &regs->bp);
+    read_kernel(&event->ip, sizeof(u64), &regs->ip);
+    read_kernel(&event->sp, sizeof(u64), &regs->sp);
+    read_kernel(&event->bp, sizeof(u64), &regs->bp);
     event->user_mode = 0;
   }
 
@@ -283,12 +303,12 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     event->user_stack_start = start;
     u32 first = PAGE_SIZE - (start & (PAGE_SIZE - 1));
     if (first > PAGE_SIZE) first = PAGE_SIZE;
-    if (bpf_probe_read_user(event->user_stack, first, (void *)start) == 0) {
+    if (read_user(event->user_stack, first, (void *)start) == 0) {
       u32 copied = first;
       for (int i = 0; i < USER_STACK_PAGES; i++) {
         if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) break;
         u32 off = copied & USER_STACK_MASK;
-        if (bpf_probe_read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
+        if (read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
           break;
         copied += PAGE_SIZE;
       }
@@ -387,7 +407,7 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     int skip = 0;
     if (o->frame_owner >= 0) {
       u8 owner = 0;
-      bpf_probe_read_user(&owner, 1, (void *)(frame + o->frame_owner));
+      read_user(&owner, 1, (void *)(frame + o->frame_owner));
       /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python code. */
       if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) skip = 1;
     }
@@ -448,13 +468,13 @@ int check_kernel_offsets(struct bpf_perf_event_data *ctx) {
     struct pyperf_offset_check_result *r = offset_check_results.lookup(&index);
     if (!r) break;
     u64 fsbase = 0;
-    bpf_probe_read_kernel(&fsbase, sizeof(fsbase), (void *)(task + in->candidates[c].fs_offset));
+    read_kernel(&fsbase, sizeof(fsbase), (void *)(task + in->candidates[c].fs_offset));
     r->samples++;
     if (fsbase == in->fsbase) r->fsbase_matches++;
     r->fsbase = fsbase;
     if (!user) continue;
     u64 stack = 0;
-    bpf_probe_read_kernel(&stack, sizeof(stack), (void *)(task + in->candidates[c].stack_offset));
+    read_kernel(&stack, sizeof(stack), (void *)(task + in->candidates[c].stack_offset));
     r->user_samples++;
     r->stack = stack;
     r->user_ip = ip;
@@ -463,8 +483,8 @@ int check_kernel_offsets(struct bpf_perf_event_data *ctx) {
     for (int l = 0; l < PYPERF_CHECK_REGS_LAYOUTS; l++) {
       struct pt_regs *regs = (struct pt_regs *)(stack + in->regs_offsets[l]);
       u64 saved_ip = 0, saved_sp = 0;
-      bpf_probe_read_kernel(&saved_ip, sizeof(saved_ip), &regs->ip);
-      bpf_probe_read_kernel(&saved_sp, sizeof(saved_sp), &regs->sp);
+      read_kernel(&saved_ip, sizeof(saved_ip), &regs->ip);
+      read_kernel(&saved_sp, sizeof(saved_sp), &regs->sp);
       if (l == 0) {
         r->saved_ip = saved_ip;
         r->saved_sp = saved_sp;

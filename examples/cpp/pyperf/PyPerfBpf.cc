@@ -43,6 +43,9 @@ std::string PyPerfBpfProgramText() {
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
   std::unique_ptr<PyPerfBpf> self(new PyPerfBpf(config));
   uint64_t stack_bytes = config.user_stack_pages ? config.user_stack_pages * 4096ull : 8;
+  // The kernel is asked only when the config does not say.
+  bool probe_read_user =
+      config.probe_read_user ? *config.probe_read_user : KernelHasProbeReadUser();
   std::vector<std::string> cflags = {
       "-DNUM_CPUS=" + std::to_string(libbpf_num_possible_cpus()),
       "-DUSER_STACK_PAGES=" + std::to_string(config.user_stack_pages),
@@ -52,6 +55,7 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
       "-DFRAMES_PER_PROG=" + std::to_string(kFramesPerProg),
       "-DTHREADS_PER_PROG=" + std::to_string(kThreadsPerProg),
       "-DMAX_THREAD_WALKS=" + std::to_string(kMaxThreadWalks),
+      "-DPYPERF_PROBE_READ_USER=" + std::to_string(probe_read_user),
   };
   auto bpf = CompileBpfProgram(PyPerfBpfProgramText(), cflags);
   if (!bpf.ok()) return bpf.status();

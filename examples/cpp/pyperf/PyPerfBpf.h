@@ -28,6 +28,9 @@ struct BpfConfig {
   uint32_t symbols_map_size = 32768;
   uint32_t kernel_stacks_map_size = 65536;
   uint32_t events_buffer_pages = 64;
+  // bpf_probe_read_user/_kernel (true) or bpf_probe_read (false, kernels
+  // before 5.5); unset: whichever the running kernel has.
+  std::optional<bool> probe_read_user;
   // Exactly one of the two is non-zero.
   uint64_t sample_period_ns = 0;
   uint64_t sample_frequency = 0;

@@ -25,6 +25,11 @@ std::atomic<bool> g_dump_requested{false};
 std::atomic<bool> g_stop_requested{false};
 
 constexpr int kPollTimeoutMs = 100;
+// -v 3 logs the native unwinder's counters at most this often. A line per
+// round (one per poll, up to a thousand a second) would be ~175 KB/s, while
+// gProfiler reads 64 KiB of stderr per cycle: PyPerf would block on the
+// full pipe, lose samples, and could miss a dump.
+constexpr auto kNativeLogInterval = std::chrono::seconds(1);
 constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
 
 const char* ErrorName(uint8_t error) {
@@ -448,6 +453,7 @@ int PyPerfProfiler::Run() {
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
+  auto next_native_log = now;
   const bool timed = options_.duration_seconds > 0;
   auto deadline = now + std::chrono::seconds(options_.duration_seconds);
   int exit_code = 0;
@@ -457,7 +463,10 @@ int PyPerfProfiler::Run() {
     python_->EndRound();
     if (native_) {
       native_->cache_eviction();  // exactly once per sampling round
-      if (options_.verbosity >= 3) LogNativeRound();
+      if (options_.verbosity >= 3 && Clock::now() >= next_native_log) {
+        LogNativeRound();  // the counters are cumulative: skipped rounds lose nothing
+        next_native_log = Clock::now() + kNativeLogInterval;
+      }
     }
     if (g_dump_requested.exchange(false)) {
       st = Dump();
