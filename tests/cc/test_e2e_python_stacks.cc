@@ -537,16 +537,32 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   auto python = AnyInterpreter();
   if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
   PYPERF_REQUIRE_BPF();
-  auto pyperf = StartPyPerf({"-F", std::to_string(kFrequencyHz), "--update-interval", "1"});
+  auto pyperf =
+      StartPyPerf({"-v", "1", "-F", std::to_string(kFrequencyHz), "--update-interval", "1"});
   ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout) || !pyperf->Running())
       << "stderr:\n"
       << pyperf->Stderr();
   ASSERT_TRUE(pyperf->Running()) << "stderr:\n" << pyperf->Stderr();
-  std::this_thread::sleep_for(seconds(2));
   auto workload = StartWorkload(*python, "calltree.py");
   ASSERT_NE(workload, nullptr);
-  // One rescan (1 s) and then samples for 2 s.
-  std::this_thread::sleep_for(seconds(3));
+  // PyPerf's own word that a rescan found it, then a second of the
+  // workload's CPU time to sample (however busy the machine is).
+  ASSERT_TRUE(WaitForStderr(*pyperf, "profiling pid " + std::to_string(workload->pid()) + " ",
+                            seconds(60)))
+      << "the workload was not picked up; stderr:\n"
+      << pyperf->Stderr();
+  auto cpu_ticks = [&] {
+    std::string stat = ReadFile("/proc/" + std::to_string(workload->pid()) + "/stat");
+    unsigned long long utime = 0, stime = 0;
+    size_t paren = stat.rfind(')');
+    if (paren != std::string::npos)
+      std::sscanf(stat.c_str() + paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                  &utime, &stime);
+    return utime + stime;
+  };
+  const auto picked_up = cpu_ticks();
+  WaitFor([&] { return cpu_ticks() - picked_up >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK)); },
+          seconds(60));
   pyperf->Signal(SIGTERM);
   CollapsedProfile profile =
       FinishPyPerf(*pyperf, "PyPerf, no -p, --update-interval 1", kPyPerfTimeout).profile;
