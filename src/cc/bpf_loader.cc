@@ -86,7 +86,8 @@ Status LoadBpfFunction(ebpf::BPF& bpf, const std::string& name, int prog_type, i
     rewind(capture);
     char line[4096];
     while (fgets(line, sizeof(line), capture)) {
-      if (strstr(line, "sha1 socket not available") || strstr(line, "cannot get prog tag")) continue;
+      if (strstr(line, "sha1 socket not available") || strstr(line, "cannot get prog tag"))
+        continue;
       fputs(line, stderr);
     }
   }

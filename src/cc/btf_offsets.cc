@@ -29,8 +29,7 @@ const struct btf_type* Resolve(const struct btf* btf, uint32_t type_id) {
 // Bit offset of `name` inside composite type `t`, searching anonymous members
 // recursively. Sets *member_type to the member's type id.
 std::optional<uint64_t> FindMember(const struct btf* btf, const struct btf_type* t,
-                                   const std::string& name, uint32_t* member_type,
-                                   int depth = 0) {
+                                   const std::string& name, uint32_t* member_type, int depth = 0) {
   if (!t || !btf_is_composite(t) || depth > 8) return std::nullopt;
   const struct btf_member* m = btf_members(t);
   for (uint16_t i = 0; i < btf_vlen(t); ++i, ++m) {

@@ -47,8 +47,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
 )";
   auto bpf = pyperf::CompileBpfProgram(program, {});
   ASSERT_TRUE(bpf.ok()) << bpf.error();
-  auto st = (*bpf)->attach_perf_event(1 /*PERF_TYPE_SOFTWARE*/, 0 /*CPU_CLOCK*/, "on_sample",
-                                      0, 199);
+  auto st =
+      (*bpf)->attach_perf_event(1 /*PERF_TYPE_SOFTWARE*/, 0 /*CPU_CLOCK*/, "on_sample", 0, 199);
   ASSERT_TRUE(st.ok()) << st.msg();
   uint64_t count = 0;
   auto table = (*bpf)->get_hash_table<uint32_t, uint64_t>("samples");

@@ -776,7 +776,9 @@ TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   std::string compiler = FindInPath("g++");
   if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
   TempDir dir;
-  const std::string lib_dir = dir.File("lib\xfe" "dir");
+  const std::string lib_dir = dir.File(
+      "lib\xfe"
+      "dir");
   ASSERT_EQ(RunCommand({"mkdir", lib_dir}).exit_code, 0);
   const std::string built_lib = dir.File("built.so"), library = lib_dir + "/libspin.so";
   // Hidden visibility keeps Spinner::spin out of .dynsym: only .symtab, which
@@ -786,9 +788,10 @@ TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
        "-fno-optimize-sibling-calls", "-o", built_lib, WorkloadPath("native_cxx_spin.cc")},
       seconds(120));
   ASSERT_EQ(built.exit_code, 0) << "g++ failed:\n" << built.err;
-  CommandResult renamed = RunCommand(
-      {"objcopy", "--redefine-sym", "_ZN10pyperf_e2e7Spinner4spinEi=spin\xff" "inner", built_lib,
-       library});
+  CommandResult renamed = RunCommand({"objcopy", "--redefine-sym",
+                                      "_ZN10pyperf_e2e7Spinner4spinEi=spin\xff"
+                                      "inner",
+                                      built_lib, library});
   ASSERT_EQ(renamed.exit_code, 0) << "objcopy failed:\n" << renamed.err;
 
   auto workload = StartWorkload(*python, "native_ctypes_spin.py", {library});

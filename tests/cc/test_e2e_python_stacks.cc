@@ -547,8 +547,8 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   ASSERT_NE(workload, nullptr);
   // PyPerf's own word that a rescan found it, then a second of the
   // workload's CPU time to sample (however busy the machine is).
-  ASSERT_TRUE(WaitForStderr(*pyperf, "profiling pid " + std::to_string(workload->pid()) + " ",
-                            seconds(60)))
+  ASSERT_TRUE(
+      WaitForStderr(*pyperf, "profiling pid " + std::to_string(workload->pid()) + " ", seconds(60)))
       << "the workload was not picked up; stderr:\n"
       << pyperf->Stderr();
   auto cpu_ticks = [&] {
@@ -561,8 +561,11 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
     return utime + stime;
   };
   const auto picked_up = cpu_ticks();
-  WaitFor([&] { return cpu_ticks() - picked_up >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK)); },
-          seconds(60));
+  WaitFor(
+      [&] {
+        return cpu_ticks() - picked_up >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK));
+      },
+      seconds(60));
   pyperf->Signal(SIGTERM);
   CollapsedProfile profile =
       FinishPyPerf(*pyperf, "PyPerf, no -p, --update-interval 1", kPyPerfTimeout).profile;

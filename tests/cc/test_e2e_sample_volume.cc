@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -44,7 +43,8 @@ double ProcessCpuSeconds(pid_t pid) {
   unsigned long long total = 0;
   for (const auto& tid : SplitLines(tids.out)) {
     unsigned long long ns = 0;
-    if (std::sscanf(ReadFile(dir + "/" + tid + "/schedstat").c_str(), "%llu", &ns) == 1) total += ns;
+    if (std::sscanf(ReadFile(dir + "/" + tid + "/schedstat").c_str(), "%llu", &ns) == 1)
+      total += ns;
   }
   return static_cast<double>(total) / 1e9;
 }
@@ -55,8 +55,7 @@ std::vector<unsigned long long> DumpField(const std::string& stderr_text,
   std::vector<unsigned long long> values;
   for (const auto& line : SplitLines(stderr_text)) {
     size_t at = line.find(field + ": ");
-    if (line.find("samples collected: ") == std::string::npos || at == std::string::npos)
-      continue;
+    if (line.find("samples collected: ") == std::string::npos || at == std::string::npos) continue;
     values.push_back(std::stoull(line.substr(at + field.size() + 2)));
   }
   return values;
@@ -134,12 +133,12 @@ TEST_P(SampleVolume, SamplesFollowCpuTimeAndNoneAreLost) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, SampleVolume,
-    ::testing::Values(
-        VolumeCase{"single_thread_F199", "native_busy_loop.py", {"-F", "199"}, 199.0},
-        VolumeCase{"threads_F199", "calltree.py", {"-F", "199"}, 199.0},
-        // -c 4000000: every 4 ms of CPU, 250 per CPU second.
-        VolumeCase{"single_thread_c4ms", "native_busy_loop.py", {"-c", "4000000"}, 250.0},
-        VolumeCase{"threads_c4ms", "calltree.py", {"-c", "4000000"}, 250.0}),
+    ::testing::Values(VolumeCase{"single_thread_F199", "native_busy_loop.py", {"-F", "199"}, 199.0},
+                      VolumeCase{"threads_F199", "calltree.py", {"-F", "199"}, 199.0},
+                      // -c 4000000: every 4 ms of CPU, 250 per CPU second.
+                      VolumeCase{
+                          "single_thread_c4ms", "native_busy_loop.py", {"-c", "4000000"}, 250.0},
+                      VolumeCase{"threads_c4ms", "calltree.py", {"-c", "4000000"}, 250.0}),
     [](const ::testing::TestParamInfo<VolumeCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -100,15 +100,14 @@ TEST(EarlySignals, SigtermWhileLoadingExitsZeroWithoutSampling) {
   PYPERF_REQUIRE_BPF();
   TempDir dir;
   auto pyperf = StartPyPerf({"-F", "99", "-o", dir.File("pyperf.col")});
-  ASSERT_TRUE(WaitFor([&] { return Catches(pyperf->pid(), SIGTERM) || !pyperf->Running(); },
-                      seconds(60)));
+  ASSERT_TRUE(
+      WaitFor([&] { return Catches(pyperf->pid(), SIGTERM) || !pyperf->Running(); }, seconds(60)));
   ASSERT_FALSE(FileExists(dir.File("pyperf.col"))) << "already ready: the test came too late";
   pyperf->Signal(SIGTERM);
   ASSERT_TRUE(pyperf->Wait(seconds(120)).has_value()) << pyperf->Stderr();
   EXPECT_EQ(pyperf->ExitCode(), 0) << pyperf->Stderr();
   EXPECT_EQ(pyperf->Stderr().find("Ready to profile"), std::string::npos) << pyperf->Stderr();
-  EXPECT_NE(pyperf->Stderr().find("samples collected: 0,"), std::string::npos)
-      << pyperf->Stderr();
+  EXPECT_NE(pyperf->Stderr().find("samples collected: 0,"), std::string::npos) << pyperf->Stderr();
   EXPECT_FALSE(FileExists(dir.File("pyperf.col"))) << "the transient file was left behind";
   auto files = DumpFiles(dir);
   ASSERT_EQ(files.size(), 1u) << "the last dump";
@@ -123,10 +122,9 @@ TEST(EarlySignals, SigusrWhileLoadingIsNotADumpAndTheProtocolWorksAfter) {
   ASSERT_NE(workload, nullptr);
   TempDir dir;
   const std::string path = dir.File("pyperf.col");
-  auto pyperf =
-      StartPyPerf({"-F", "99", "-o", path, "-p", std::to_string(workload->pid())});
-  ASSERT_TRUE(WaitFor([&] { return Catches(pyperf->pid(), SIGUSR2) || !pyperf->Running(); },
-                      seconds(60)));
+  auto pyperf = StartPyPerf({"-F", "99", "-o", path, "-p", std::to_string(workload->pid())});
+  ASSERT_TRUE(
+      WaitFor([&] { return Catches(pyperf->pid(), SIGUSR2) || !pyperf->Running(); }, seconds(60)));
   ASSERT_FALSE(FileExists(path)) << "already ready: the test came too late";
   for (int i = 0; i < 3; ++i) pyperf->Signal(SIGUSR2);
   ASSERT_TRUE(pyperf->Running()) << pyperf->Stderr();
@@ -137,8 +135,7 @@ TEST(EarlySignals, SigusrWhileLoadingIsNotADumpAndTheProtocolWorksAfter) {
   ASSERT_TRUE(WaitFor([&] { return !DumpFiles(dir).empty(); }, seconds(2)) == false)
       << "a dump nobody asked for once ready";
   pyperf->Signal(SIGUSR2);
-  ASSERT_TRUE(WaitFor([&] { return DumpFiles(dir).size() == 1; }, seconds(10)))
-      << pyperf->Stderr();
+  ASSERT_TRUE(WaitFor([&] { return DumpFiles(dir).size() == 1; }, seconds(10))) << pyperf->Stderr();
   pyperf->Signal(SIGTERM);
   ASSERT_TRUE(pyperf->Wait(seconds(60)).has_value());
   EXPECT_EQ(pyperf->ExitCode(), 0) << pyperf->Stderr();

@@ -266,7 +266,7 @@ void StartNamesWorkload(const Target& target, RunningTarget* run) {
     run->names_process = std::make_unique<ChildProcess>(argv);
   }
   run->names_pid = WaitForInterpreter(run->names_process, target.kind == TargetKind::kContainer,
-                                     false, target.name + ": unicode_names.py");
+                                      false, target.name + ": unicode_names.py");
 }
 
 // Starts one target; on failure sets `unavailable` (missing on this machine)
@@ -422,8 +422,15 @@ class Session {
     // does, so a busy machine makes the run longer, not the checks weaker.
     TempDir out_dir;
     auto start = [&](const char* mode) {
-      std::vector<std::string> argv = {PyPerfBinary(), "-v", "1", "-F", std::to_string(kFrequencyHz),
-                                       "--line-numbers", mode, "-o", out_dir.File(mode)};
+      std::vector<std::string> argv = {PyPerfBinary(),
+                                       "-v",
+                                       "1",
+                                       "-F",
+                                       std::to_string(kFrequencyHz),
+                                       "--line-numbers",
+                                       mode,
+                                       "-o",
+                                       out_dir.File(mode)};
       argv.insert(argv.end(), pids.begin(), pids.end());
       return std::make_unique<ChildProcess>(argv);
     };
@@ -470,8 +477,8 @@ class Session {
       if (run->process && !run->process->Running())
         dead_[name] = "died while profiled; stderr:\n" + run->process->Stderr();
       if (run->names_process && !run->names_process->Running())
-        dead_[name] += "unicode_names.py died while profiled; stderr:\n" +
-                       run->names_process->Stderr();
+        dead_[name] +=
+            "unicode_names.py died while profiled; stderr:\n" + run->names_process->Stderr();
     }
   }
 
@@ -1034,9 +1041,8 @@ TEST_P(VersionsNamesE2E, NamesAreExactUtf8) {
         << ExpectedFrame(chain.front(), current ? chain.front().current_line : 1) << "\n  ...\n  "
         << ExpectedFrame(chain.back(), current ? 10 : chain.back().first_line)
         << "\nothers:" << Excerpt(other, 3);
-    std::cout << "[ versions ] " << GetParam().name << " names "
-              << (current ? "current" : "first") << ": " << exact << " of " << total
-              << " samples exact" << std::endl;
+    std::cout << "[ versions ] " << GetParam().name << " names " << (current ? "current" : "first")
+              << ": " << exact << " of " << total << " samples exact" << std::endl;
   }
 }
 

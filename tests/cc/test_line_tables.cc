@@ -28,7 +28,7 @@ namespace {
 struct CodeTable {
   std::string name;
   int first_line = 0;
-  std::string table;  // raw bytes
+  std::string table;                                      // raw bytes
   std::vector<std::pair<int, std::optional<int>>> lines;  // byte offset -> line
 };
 
@@ -65,7 +65,7 @@ std::vector<CodeTable> Parse(const std::string& text) {
 
 struct Case {
   std::string name;
-  std::string spec;   // pyenv minor, a host path, or "root:<suite>"
+  std::string spec;  // pyenv minor, a host path, or "root:<suite>"
 };
 
 class LineTables : public ::testing::TestWithParam<Case> {};
@@ -109,8 +109,8 @@ TEST_P(LineTables, DecodersGiveTheInterpretersOwnLineAtEveryOffset) {
     SCOPED_TRACE("code object " + code.name);
     ASSERT_FALSE(code.lines.empty());
     for (const auto& [offset, expected] : code.lines) {
-      auto got = pyperf::LineFromTable(offsets->line_table_format, code.table, code.first_line,
-                                       offset);
+      auto got =
+          pyperf::LineFromTable(offsets->line_table_format, code.table, code.first_line, offset);
       ++checked;
       if (got != expected && ++wrong <= 5) {
         ADD_FAILURE() << "byte offset " << offset << ": decoded "
@@ -120,9 +120,8 @@ TEST_P(LineTables, DecodersGiveTheInterpretersOwnLineAtEveryOffset) {
     }
   }
   EXPECT_EQ(wrong, 0u) << "of " << checked << " offsets";
-  std::cout << "[ lines ] " << c.name << " (" << v.ToString() << "): " << checked
-            << " offsets in " << codes.size() << " code objects, " << wrong << " wrong"
-            << std::endl;
+  std::cout << "[ lines ] " << c.name << " (" << v.ToString() << "): " << checked << " offsets in "
+            << codes.size() << " code objects, " << wrong << " wrong" << std::endl;
 }
 
 INSTANTIATE_TEST_SUITE_P(

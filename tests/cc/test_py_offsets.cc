@@ -126,7 +126,8 @@ const std::vector<FieldSpec>& Fields() {
        }},
       {PYPERF_FIELD(bytes_data), 0,
        [](const PythonVersion& v) {
-         return Py3(v) ? OffsetOf("PyBytesObject", "ob_sval") : OffsetOf("PyStringObject", "ob_sval");
+         return Py3(v) ? OffsetOf("PyBytesObject", "ob_sval")
+                       : OffsetOf("PyStringObject", "ob_sval");
        }},
       // How lines are found is a choice per version: lnotab until 3.9 (signed
       // line deltas from 3.6), the 3.10 linetable, location entries after.

@@ -1,13 +1,13 @@
 // Tests of PythonText: raw string bytes as the BPF program copies them
 // (PEP 393 kinds, 2.7 byte strings, tp_name) decoded to exact UTF-8, with a
 // visible marker when the BPF buffer cut the string.
-#include "PythonText.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "PythonText.h"
 
 namespace pyperf {
 namespace {
@@ -35,13 +35,19 @@ std::string Units(const std::vector<uint32_t>& cps, int width) {
 
 TEST(PythonText, DecodesEveryPep393Kind) {
   // größe as Latin-1 (kind 1), 计算 as UCS-2, 🔥 as UCS-4.
-  EXPECT_EQ(Decode("gr\xF6\xDF" "e", 64, PYPERF_TEXT_LATIN1, 5), "größe");
+  EXPECT_EQ(Decode("gr\xF6\xDF"
+                   "e",
+                   64, PYPERF_TEXT_LATIN1, 5),
+            "größe");
   EXPECT_EQ(Decode(Units({0x8BA1, 0x7B97}, 2), 64, PYPERF_TEXT_UCS2, 4), "计算");
   EXPECT_EQ(Decode(Units({'a', 0x1F525}, 4), 64, PYPERF_TEXT_UCS4, 8), "a🔥");
 }
 
 TEST(PythonText, Py2BytesAreUtf8WithBadBytesReplaced) {
-  EXPECT_EQ(Decode("gr\xC3\xB6\xC3\x9F" "e", 64, PYPERF_TEXT_UTF8, 7), "größe");
+  EXPECT_EQ(Decode("gr\xC3\xB6\xC3\x9F"
+                   "e",
+                   64, PYPERF_TEXT_UTF8, 7),
+            "größe");
   EXPECT_EQ(Decode("bad\xFF\xFEname", 64, PYPERF_TEXT_UTF8, 9), "bad" + kFFFD + kFFFD + "name");
 }
 
@@ -56,8 +62,7 @@ TEST(PythonText, CutStringsEndWithTheMarkerNeverHalfACharacter) {
   std::vector<uint32_t> long_bmp(40, 0x957F);
   std::string expected;
   for (int i = 0; i < 32; ++i) expected += "长";
-  EXPECT_EQ(Decode(Units(long_bmp, 2), 64, PYPERF_TEXT_UCS2, 80),
-            expected + kTruncatedTextMarker);
+  EXPECT_EQ(Decode(Units(long_bmp, 2), 64, PYPERF_TEXT_UCS2, 80), expected + kTruncatedTextMarker);
   // The same as 2.7 UTF-8 (120 bytes): 21 whole characters fit in 64 bytes.
   std::string utf8;
   for (int i = 0; i < 40; ++i) utf8 += "长";

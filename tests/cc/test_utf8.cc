@@ -1,10 +1,10 @@
 // Tests of src/cc/utf8: what PyPerf prints from bytes it did not choose is
 // strict UTF-8, each bad byte one U+FFFD, NUL never.
-#include "utf8.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "utf8.h"
 
 namespace pyperf {
 namespace {
@@ -27,16 +27,22 @@ TEST(Utf8, KeepsValidTextOfEveryLength) {
 TEST(Utf8, ReplacesEachBadByteWithOneReplacementCharacter) {
   EXPECT_EQ(Sanitized("bad\xff\xfename"), "bad" + kFFFD + kFFFD + "name");
   // Latin-1 bytes, as a 2.7 str or a comm may hold them.
-  EXPECT_EQ(Sanitized("gr\xf6\xdf" "e"), "gr" + kFFFD + kFFFD + "e");
+  EXPECT_EQ(Sanitized("gr\xf6\xdf"
+                      "e"),
+            "gr" + kFFFD + kFFFD + "e");
   // A lone continuation byte; a lead byte followed by ASCII.
-  EXPECT_EQ(Sanitized("a\x80" "b\xc3" "c"), "a" + kFFFD + "b" + kFFFD + "c");
+  EXPECT_EQ(Sanitized("a\x80"
+                      "b\xc3"
+                      "c"),
+            "a" + kFFFD + "b" + kFFFD + "c");
 }
 
 TEST(Utf8, RejectsOverlongSurrogateAndOutOfRangeForms) {
   EXPECT_EQ(Sanitized("\xC0\xAF"), kFFFD + kFFFD);              // overlong '/'
   EXPECT_EQ(Sanitized("\xE0\x80\xAF"), kFFFD + kFFFD + kFFFD);  // overlong
   EXPECT_EQ(Sanitized("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);  // U+D800
-  EXPECT_EQ(Sanitized("\xF4\x90\x80\x80"), Sanitized("\xF4") + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
+  EXPECT_EQ(Sanitized("\xF4\x90\x80\x80"),
+            Sanitized("\xF4") + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
   EXPECT_FALSE(IsPrintableUtf8("\xED\xA0\x80"));
 }
 
@@ -58,7 +64,8 @@ TEST(Utf8, DropsACharacterCutByTheBufferOnlyWhenAsked) {
 
 TEST(Utf8, EncodesCodePoints) {
   std::string out;
-  for (uint32_t cp : {0x41u, 0xE9u, 0x8BA1u, 0x1F525u, 0xD800u, 0x110000u}) AppendCodePoint(cp, &out);
+  for (uint32_t cp : {0x41u, 0xE9u, 0x8BA1u, 0x1F525u, 0xD800u, 0x110000u})
+    AppendCodePoint(cp, &out);
   EXPECT_EQ(out, "A\xC3\xA9\xE8\xAE\xA1\xF0\x9F\x94\xA5" + kFFFD + kFFFD);
 }
 

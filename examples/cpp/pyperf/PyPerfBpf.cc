@@ -32,8 +32,10 @@ uint64_t NextPowerOfTwoMask(uint64_t n) {
 std::string PyPerfBpfProgramText() {
   std::string header, program;
   for (const auto& [name, text] : EmbeddedBpfProgram()) {
-    if (name == "PyPerfBpfShared.h") header = text;
-    else program = text;
+    if (name == "PyPerfBpfShared.h")
+      header = text;
+    else
+      program = text;
   }
   // The shared header goes first; the program's own #include of the perf
   // context header comes from the kernel-header shim.
@@ -169,8 +171,8 @@ void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {
 Status PyPerfBpf::OpenEvents(EventCallback on_event, LostCallback on_lost) {
   on_event_ = std::move(on_event);
   on_lost_ = std::move(on_lost);
-  auto st = bpf_->open_perf_buffer("events", &PyPerfBpf::HandleEvent, &PyPerfBpf::HandleLost,
-                                   this, static_cast<int>(config_.events_buffer_pages));
+  auto st = bpf_->open_perf_buffer("events", &PyPerfBpf::HandleEvent, &PyPerfBpf::HandleLost, this,
+                                   static_cast<int>(config_.events_buffer_pages));
   if (!st.ok()) return Status::Error("cannot open the perf buffer: " + st.msg());
   return Status::Ok();
 }

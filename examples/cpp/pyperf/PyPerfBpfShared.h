@@ -24,8 +24,8 @@ typedef u8 pp_u8;
  * table per layout lives in PyOffsets.cc (data, checked against each
  * interpreter's own headers by tests/cc/test_py_offsets.cc). */
 enum pyperf_frame_kind {
-  PYPERF_FRAME_OBJECT = 0,       /* PyFrameObject chain: 2.7 .. 3.10 */
-  PYPERF_FRAME_INTERPRETER = 1,  /* _PyInterpreterFrame chain: 3.11 .. */
+  PYPERF_FRAME_OBJECT = 0,      /* PyFrameObject chain: 2.7 .. 3.10 */
+  PYPERF_FRAME_INTERPRETER = 1, /* _PyInterpreterFrame chain: 3.11 .. */
 };
 /* How a code object maps instruction offsets to lines (user space only). */
 enum pyperf_line_table_format {
@@ -44,10 +44,10 @@ struct pyperf_offsets {
   pp_s64 string_kind; /* enum pyperf_string_kind */
 
   /* PyObject / PyVarObject / PyTypeObject */
-  pp_s64 object_type;      /* PyObject.ob_type */
-  pp_s64 type_name;        /* PyTypeObject.tp_name (const char *) */
-  pp_s64 tuple_items;      /* PyTupleObject.ob_item */
-  pp_s64 var_object_size;  /* PyVarObject.ob_size */
+  pp_s64 object_type;     /* PyObject.ob_type */
+  pp_s64 type_name;       /* PyTypeObject.tp_name (const char *) */
+  pp_s64 tuple_items;     /* PyTupleObject.ob_item */
+  pp_s64 var_object_size; /* PyVarObject.ob_size */
 
   /* strings */
   pp_s64 string_data;          /* 2.7: PyStringObject.ob_sval; 3.x: sizeof(PyASCIIObject) */
@@ -56,47 +56,47 @@ struct pyperf_offsets {
   pp_s64 compact_unicode_data; /* sizeof(PyCompactUnicodeObject) (3.x) */
 
   /* PyCodeObject */
-  pp_s64 code_filename;     /* co_filename */
-  pp_s64 code_name;         /* co_name */
-  pp_s64 code_firstlineno;  /* co_firstlineno (int) */
-  pp_s64 code_argcount;     /* co_argcount (int) */
-  pp_s64 code_varnames;     /* co_varnames (<= 3.10) or co_localsplusnames (3.11+): tuple */
-  pp_s64 code_linetable;    /* co_lnotab (<= 3.9) or co_linetable (3.10+): bytes */
-  pp_s64 code_code_adaptive;/* co_code_adaptive (3.11+): first instruction */
-  pp_s64 code_code;         /* co_code (<= 3.10): bytes */
-  pp_s64 bytes_data;        /* where a bytes object's data starts (the line table's):
-                               PyBytesObject.ob_sval; 2.7 PyStringObject.ob_sval */
-  pp_s64 line_table_format; /* enum pyperf_line_table_format */
-  pp_s64 lasti_unit;        /* bytes per unit of pyperf_frame.lasti: 2 on 3.10
-                               (f_lasti counts instructions), else 1 */
+  pp_s64 code_filename;      /* co_filename */
+  pp_s64 code_name;          /* co_name */
+  pp_s64 code_firstlineno;   /* co_firstlineno (int) */
+  pp_s64 code_argcount;      /* co_argcount (int) */
+  pp_s64 code_varnames;      /* co_varnames (<= 3.10) or co_localsplusnames (3.11+): tuple */
+  pp_s64 code_linetable;     /* co_lnotab (<= 3.9) or co_linetable (3.10+): bytes */
+  pp_s64 code_code_adaptive; /* co_code_adaptive (3.11+): first instruction */
+  pp_s64 code_code;          /* co_code (<= 3.10): bytes */
+  pp_s64 bytes_data;         /* where a bytes object's data starts (the line table's):
+                                PyBytesObject.ob_sval; 2.7 PyStringObject.ob_sval */
+  pp_s64 line_table_format;  /* enum pyperf_line_table_format */
+  pp_s64 lasti_unit;         /* bytes per unit of pyperf_frame.lasti: 2 on 3.10
+                                (f_lasti counts instructions), else 1 */
 
   /* frames */
-  pp_s64 frame_back;       /* PyFrameObject.f_back / _PyInterpreterFrame.previous */
-  pp_s64 frame_code;       /* f_code (<= 3.12) / f_executable (3.13+) */
-  pp_s64 frame_localsplus; /* f_localsplus / localsplus */
-  pp_s64 frame_lasti;      /* PyFrameObject.f_lasti (int, <= 3.10) */
-  pp_s64 frame_prev_instr; /* _PyInterpreterFrame.prev_instr (3.11, 3.12) / instr_ptr (3.13+) */
-  pp_s64 frame_owner;      /* _PyInterpreterFrame.owner (char, 3.11+) */
-  pp_s64 frame_owner_shim; /* owners >= this are shims, not Python calls: FRAME_OWNED_BY_CSTACK
-                              (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER (3.14+); else -1 */
+  pp_s64 frame_back;        /* PyFrameObject.f_back / _PyInterpreterFrame.previous */
+  pp_s64 frame_code;        /* f_code (<= 3.12) / f_executable (3.13+) */
+  pp_s64 frame_localsplus;  /* f_localsplus / localsplus */
+  pp_s64 frame_lasti;       /* PyFrameObject.f_lasti (int, <= 3.10) */
+  pp_s64 frame_prev_instr;  /* _PyInterpreterFrame.prev_instr (3.11, 3.12) / instr_ptr (3.13+) */
+  pp_s64 frame_owner;       /* _PyInterpreterFrame.owner (char, 3.11+) */
+  pp_s64 frame_owner_shim;  /* owners >= this are shims, not Python calls: FRAME_OWNED_BY_CSTACK
+                               (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER (3.14+); else -1 */
   pp_s64 stackref_tag_bits; /* Py_TAG_BITS of the _PyStackRef in f_executable and localsplus
                                (3.14+), cleared before use as a pointer; else 0 */
 
   /* PyThreadState / PyInterpreterState / _PyRuntimeState */
-  pp_s64 tstate_frame;        /* tstate->frame (<= 3.10), ->cframe (3.11, 3.12), ->current_frame (3.13+) */
-  pp_s64 cframe_current_frame;/* _PyCFrame.current_frame (3.11, 3.12), else -1 */
-  pp_s64 tstate_next;         /* PyThreadState.next */
-  pp_s64 tstate_thread_id;    /* PyThreadState.thread_id (pthread_self of the thread) */
+  pp_s64 tstate_frame; /* tstate->frame (<= 3.10), ->cframe (3.11, 3.12), ->current_frame (3.13+) */
+  pp_s64 cframe_current_frame;    /* _PyCFrame.current_frame (3.11, 3.12), else -1 */
+  pp_s64 tstate_next;             /* PyThreadState.next */
+  pp_s64 tstate_thread_id;        /* PyThreadState.thread_id (pthread_self of the thread) */
   pp_s64 tstate_native_thread_id; /* PyThreadState.native_thread_id (3.11+), else -1 */
-  pp_s64 interp_tstate_head;  /* interp->tstate_head (<= 3.11) / interp->threads.head (3.12+) */
-  pp_s64 interp_next;         /* PyInterpreterState.next */
-  pp_s64 runtime_interp_main; /* _PyRuntimeState.interpreters.main (3.7+), else -1 */
-  pp_s64 runtime_interp_head; /* _PyRuntimeState.interpreters.head (3.7+), else -1 */
+  pp_s64 interp_tstate_head;      /* interp->tstate_head (<= 3.11) / interp->threads.head (3.12+) */
+  pp_s64 interp_next;             /* PyInterpreterState.next */
+  pp_s64 runtime_interp_main;     /* _PyRuntimeState.interpreters.main (3.7+), else -1 */
+  pp_s64 runtime_interp_head;     /* _PyRuntimeState.interpreters.head (3.7+), else -1 */
 };
 
 /* Upper bounds shared by both sides. */
-#define PYPERF_MAX_LAYOUTS 16   /* offset tables loaded into py_offsets */
-#define PYPERF_MAX_FRAMES 128   /* Python frames per sample (power of two) */
+#define PYPERF_MAX_LAYOUTS 16 /* offset tables loaded into py_offsets */
+#define PYPERF_MAX_FRAMES 128 /* Python frames per sample (power of two) */
 #define PYPERF_CLASS_LEN 32
 #define PYPERF_FUNCTION_LEN 64
 #define PYPERF_FILE_LEN 256
@@ -113,11 +113,11 @@ struct pyperf_proc_info {
  * the PEP 393 kind of a 3.x str (bytes per character) or UTF-8 bytes (a 2.7
  * str; a type's tp_name). */
 enum pyperf_text_encoding {
-  PYPERF_TEXT_NONE = 0,    /* no string object (a NULL pointer) */
-  PYPERF_TEXT_LATIN1 = 1,  /* PyUnicode_1BYTE_KIND (compact ASCII too) */
-  PYPERF_TEXT_UCS2 = 2,    /* PyUnicode_2BYTE_KIND */
-  PYPERF_TEXT_UCS4 = 4,    /* PyUnicode_4BYTE_KIND */
-  PYPERF_TEXT_UTF8 = 8,    /* bytes meant as UTF-8 */
+  PYPERF_TEXT_NONE = 0,         /* no string object (a NULL pointer) */
+  PYPERF_TEXT_LATIN1 = 1,       /* PyUnicode_1BYTE_KIND (compact ASCII too) */
+  PYPERF_TEXT_UCS2 = 2,         /* PyUnicode_2BYTE_KIND */
+  PYPERF_TEXT_UCS4 = 4,         /* PyUnicode_4BYTE_KIND */
+  PYPERF_TEXT_UTF8 = 8,         /* bytes meant as UTF-8 */
   PYPERF_TEXT_UNREADABLE = 255, /* an object whose text could not be read */
 };
 
@@ -148,10 +148,10 @@ struct pyperf_symbol {
 
 enum pyperf_error {
   PYPERF_ERROR_NONE = 0,
-  PYPERF_ERROR_NO_OFFSETS = 1,       /* no offset table for the process */
-  PYPERF_ERROR_NO_INTERPRETER = 2,   /* interpreter state not readable */
-  PYPERF_ERROR_THREAD_STATE = 3,     /* thread list longer than the walk bound */
-  PYPERF_ERROR_TAIL_CALL = 4,        /* a tail call failed */
+  PYPERF_ERROR_NO_OFFSETS = 1,     /* no offset table for the process */
+  PYPERF_ERROR_NO_INTERPRETER = 2, /* interpreter state not readable */
+  PYPERF_ERROR_THREAD_STATE = 3,   /* thread list longer than the walk bound */
+  PYPERF_ERROR_TAIL_CALL = 4,      /* a tail call failed */
 };
 
 struct pyperf_frame {

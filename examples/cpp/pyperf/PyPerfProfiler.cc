@@ -34,11 +34,16 @@ constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
 
 const char* ErrorName(uint8_t error) {
   switch (error) {
-    case PYPERF_ERROR_NO_OFFSETS: return "NO_OFFSETS";
-    case PYPERF_ERROR_NO_INTERPRETER: return "NO_INTERPRETER";
-    case PYPERF_ERROR_THREAD_STATE: return "THREAD_STATE";
-    case PYPERF_ERROR_TAIL_CALL: return "TAIL_CALL";
-    default: return "UNKNOWN";
+    case PYPERF_ERROR_NO_OFFSETS:
+      return "NO_OFFSETS";
+    case PYPERF_ERROR_NO_INTERPRETER:
+      return "NO_INTERPRETER";
+    case PYPERF_ERROR_THREAD_STATE:
+      return "THREAD_STATE";
+    case PYPERF_ERROR_TAIL_CALL:
+      return "TAIL_CALL";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -192,8 +197,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   } else if (info.symbols.auto_interpreter_state) {
     proc.interp_addr = *info.symbols.auto_interpreter_state;
   } else {
-    reject("the interpreter list (interp_head) is not in " + info.module.path +
-           "'s symbol table");
+    reject("the interpreter list (interp_head) is not in " + info.module.path + "'s symbol table");
     return;
   }
   // PyCode_Type lets the BPF walker skip anything that is not a code object.
@@ -352,9 +356,9 @@ void PyPerfProfiler::LogNativeRound() {
            "misses %llu, entries %zu, bytes %zu, evictions %llu; modules %zu; processes %zu",
            (unsigned long long)st.rounds, (unsigned long long)st.unwinds,
            (unsigned long long)st.frames, (unsigned long long)st.errors,
-           (unsigned long long)st.names.hits, (unsigned long long)st.names.misses,
-           st.names.entries, st.names.bytes, (unsigned long long)st.names.evictions,
-           st.modules.entries, st.processes);
+           (unsigned long long)st.names.hits, (unsigned long long)st.names.misses, st.names.entries,
+           st.names.bytes, (unsigned long long)st.names.evictions, st.modules.entries,
+           st.processes);
   Log(3, buf);
 }
 

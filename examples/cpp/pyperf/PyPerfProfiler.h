@@ -88,7 +88,7 @@ class PyPerfProfiler {
   PythonProcessInspector inspector_;
   std::unique_ptr<PythonStackDecoder> python_;
   std::unique_ptr<NativeUnwinder> native_;  // null with --user-stacks-pages 0
-  std::vector<NativeFrame> native_frames_;   // reused: no allocation per sample
+  std::vector<NativeFrame> native_frames_;  // reused: no allocation per sample
   NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
 

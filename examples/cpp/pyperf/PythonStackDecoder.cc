@@ -40,8 +40,8 @@ std::optional<int> LineFromLnotab(std::string_view table, int first_line, int by
   for (size_t i = 0; i + 1 < table.size(); i += 2) {
     addr += static_cast<uint8_t>(table[i]);
     if (addr > byte_offset) break;
-    line += signed_line_deltas ? static_cast<int8_t>(table[i + 1])
-                               : static_cast<uint8_t>(table[i + 1]);
+    line +=
+        signed_line_deltas ? static_cast<int8_t>(table[i + 1]) : static_cast<uint8_t>(table[i + 1]);
   }
   return line;
 }
@@ -54,7 +54,8 @@ std::optional<int> LineFromLinetable310(std::string_view table, int first_line, 
     int8_t delta = static_cast<int8_t>(table[i + 1]);
     bool has_line = delta != -128;
     if (has_line) line += delta;
-    if (byte_offset >= start && byte_offset < end) return has_line ? std::optional<int>(line) : std::nullopt;
+    if (byte_offset >= start && byte_offset < end)
+      return has_line ? std::optional<int>(line) : std::nullopt;
     start = end;
   }
   return std::nullopt;

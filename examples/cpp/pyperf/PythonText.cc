@@ -25,7 +25,8 @@ std::string DecodePythonText(const char* buffer, size_t usable, const pyperf_tex
   size_t available = truncated ? usable : size;
   const auto* bytes = reinterpret_cast<const unsigned char*>(buffer);
   if (text.encoding == PYPERF_TEXT_UTF8) {
-    AppendSanitizedUtf8(std::string_view(buffer, available), &out, /*drop_incomplete_tail=*/truncated);
+    AppendSanitizedUtf8(std::string_view(buffer, available), &out,
+                        /*drop_incomplete_tail=*/truncated);
   } else {
     size_t width = text.encoding;
     out.reserve(available);

@@ -1,12 +1,10 @@
 // Shared test helpers: see test_support.h.
 #include "support/test_support.h"
 
-#include "bpf_loader.h"
-
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "bpf_loader.h"
 
 namespace pyperf_test {
 
@@ -113,8 +113,10 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::chrono::mill
                          const ChildProcess::Options& options) {
   ChildProcess child(argv, options);
   CommandResult result;
-  if (child.Wait(timeout)) result.exit_code = child.ExitCode();
-  else child.Signal(SIGKILL), child.Wait(std::chrono::seconds(5));
+  if (child.Wait(timeout))
+    result.exit_code = child.ExitCode();
+  else
+    child.Signal(SIGKILL), child.Wait(std::chrono::seconds(5));
   result.out = child.Stdout();
   result.err = child.Stderr();
   return result;
@@ -159,7 +161,8 @@ std::optional<Interpreter> PyenvInterpreter(const std::string& minor) {
   if (auto* dir = opendir(versions.c_str())) {
     while (auto* e = readdir(dir)) {
       std::string v = e->d_name;
-      if (v.rfind(minor + ".", 0) == 0 && v.find_first_not_of("0123456789.", 0) == std::string::npos) {
+      if (v.rfind(minor + ".", 0) == 0 &&
+          v.find_first_not_of("0123456789.", 0) == std::string::npos) {
         std::string path = versions + "/" + v + "/bin/python";
         if (access(path.c_str(), X_OK) == 0) found = Interpreter{"pyenv-" + v, path};
       }

@@ -17,23 +17,23 @@ namespace pyperf_test {
 bool StrictMode();
 
 // Skips the test with `reason`, or fails it in strict mode.
-#define PYPERF_SKIP_OR_FAIL(reason)                                         \
-  do {                                                                      \
-    if (::pyperf_test::StrictMode()) {                                      \
+#define PYPERF_SKIP_OR_FAIL(reason)                                            \
+  do {                                                                         \
+    if (::pyperf_test::StrictMode()) {                                         \
       FAIL() << "PYPERF_TEST_STRICT=1 and this test cannot run: " << (reason); \
-    } else {                                                                \
-      GTEST_SKIP() << (reason);                                             \
-    }                                                                       \
+    } else {                                                                   \
+      GTEST_SKIP() << (reason);                                                \
+    }                                                                          \
   } while (0)
 
 // Why BPF-based tests cannot run here, or nullopt if they can (root, or
 // CAP_BPF+CAP_PERFMON, and /sys/kernel/btf/vmlinux present).
 std::optional<std::string> BpfUnavailableReason();
 
-#define PYPERF_REQUIRE_BPF()                                          \
-  do {                                                                \
-    if (auto why = ::pyperf_test::BpfUnavailableReason())             \
-      PYPERF_SKIP_OR_FAIL("BPF unavailable: " + *why);                \
+#define PYPERF_REQUIRE_BPF()                              \
+  do {                                                    \
+    if (auto why = ::pyperf_test::BpfUnavailableReason()) \
+      PYPERF_SKIP_OR_FAIL("BPF unavailable: " + *why);    \
   } while (0)
 
 // A temporary directory removed with its contents on destruction.
@@ -65,8 +65,7 @@ class ChildProcess {
     int stderr_fd = -1;
   };
   ChildProcess(const std::vector<std::string>& argv, const Options& options);
-  explicit ChildProcess(const std::vector<std::string>& argv)
-      : ChildProcess(argv, Options{}) {}
+  explicit ChildProcess(const std::vector<std::string>& argv) : ChildProcess(argv, Options{}) {}
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
