@@ -314,9 +314,11 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
       << "PyPerf wrote too little to fill the pipe:\n"
       << text;
   EXPECT_TRUE(text.empty() || text.back() == '\n') << "a torn last line";
+  // "Ready to profile" is not looked for: on a host with many processes, -v 4
+  // fills the pipe at start-up, and then it is one of the lines dropped.
   auto lines = SplitLines(text);
-  EXPECT_NE(std::find(lines.begin(), lines.end(), "Ready to profile"), lines.end())
-      << text.substr(0, 4096);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind("PyPerf: task_struct offsets", 0), 0u) << "not from the start";
   for (const auto& line : lines)
     EXPECT_TRUE(line == "Ready to profile" || line.rfind("PyPerf: ", 0) == 0) << "torn: " << line;
 }
