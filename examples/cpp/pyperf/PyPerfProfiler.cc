@@ -430,7 +430,7 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   return Status::Ok();
 }
 
-int PyPerfProfiler::Run() {
+int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   using Clock = std::chrono::steady_clock;
   // SIGINT/SIGTERM while the BPF program was loading: nothing was sampled,
   // and the stop is honoured at once (the last dump is empty).
@@ -455,6 +455,7 @@ int PyPerfProfiler::Run() {
     Error(st.message());
     return 1;
   }
+  if (on_ready) on_ready();
   if (!stopped_early) stderr_.WriteLine("Ready to profile");
 
   auto now = Clock::now();
