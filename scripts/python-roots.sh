@@ -20,9 +20,11 @@ ROOTS_DIR="${PYPERF_ROOTS_DIR:-/var/cache/bcc-pyperf/roots}"
 MIRROR="${PYPERF_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 STAMP_NAME=.pyperf-root-complete
 
-# suite -> the interpreter it provides; packages installed into it.
+# suite -> the interpreter it provides; packages installed into it (trixie
+# also holds Austin, the profiler bench/overhead.py compares PyPerf with).
 declare -A PYTHON=([trixie]=python3.13 [sid]=python3.14)
-packages_for() { echo "${PYTHON[$1]},lib${PYTHON[$1]}-dev"; }
+declare -A EXTRA=([trixie]=,austin [sid]=)
+packages_for() { echo "${PYTHON[$1]},lib${PYTHON[$1]}-dev${EXTRA[$1]}"; }
 
 stamp_text() { printf 'suite=%s\npackages=%s\nformat=1\n' "$1" "$(packages_for "$1")"; }
 

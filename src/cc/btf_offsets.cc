@@ -111,6 +111,8 @@ Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path) {
   if (!stack.ok()) return Status::Error(stack.error() + kKernelOffsetFlagsHint);
   offsets.fs_base = *fs;
   offsets.stack = *stack;
+  auto mm = MemberOffset(btf->get(), btf_path, "task_struct", "mm");
+  if (mm.ok()) offsets.mm = *mm;
   return offsets;
 }
 

@@ -20,13 +20,17 @@ Result<uint64_t> BtfMemberOffset(const std::string& btf_path, const std::string&
 struct KernelOffsets {
   uint64_t fs_base = 0;  // task_struct.thread.fsbase (x86_64 TLS base)
   uint64_t stack = 0;    // task_struct.stack (kernel stack; user regs at its top)
+  // task_struct.mm: the address space, new at every exec. 0 when BTF does
+  // not say (there is no flag for it: the kernel's own BTF is its only source).
+  uint64_t mm = 0;
 };
 
 // What ends ReadKernelOffsets' errors: the way out when BTF cannot help.
 constexpr char kKernelOffsetFlagsHint[] =
     "; pass --fs-offset and --stack-offset to give the task_struct offsets";
 
-// Both offsets from BTF. The error names the BTF file and the override flags.
+// The offsets from BTF (mm may be 0). The error names the BTF file and the
+// override flags.
 Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path = kDefaultVmlinuxBtf);
 
 }  // namespace pyperf

@@ -60,6 +60,7 @@ KernelOffsetChoice Use(const KernelOffsets& pair, const OffsetVerdict& verdict) 
   KernelOffsetChoice choice;
   choice.offsets.fs_offset = pair.fs_base;
   choice.offsets.stack_offset = pair.stack;
+  choice.offsets.mm_offset = pair.mm;
   choice.offsets.regs_offset =
       verdict.outcome == OffsetVerdict::Outcome::kPass ? verdict.regs_offset : kDefaultRegsOffset;
   return choice;
@@ -178,6 +179,7 @@ Result<KernelOffsetChoice> ChooseKernelOffsets(const KernelOffsetFlags& flags,
   if (any_flag) {
     given.fs_base = flags.fs_offset ? *flags.fs_offset : btf->fs_base;
     given.stack = flags.stack_offset ? *flags.stack_offset : btf->stack;
+    if (btf.ok()) given.mm = btf->mm;
     candidates.push_back(given);
   }
   const bool btf_candidate = btf.ok() && (!any_flag || !SamePair(given, *btf));

@@ -277,6 +277,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->frame = 0;
   state->fsbase = 0;
   read_kernel(&state->fsbase, sizeof(state->fsbase), (void *)(task + k->fs_offset));
+  event->mm = 0;
+  if (k->mm_offset) read_kernel(&event->mm, sizeof(event->mm), (void *)(task + k->mm_offset));
 
   /* User registers: from perf when the sample hit user mode, otherwise the
    * ones saved on entry to the kernel, at the top of the task's kernel stack. */

@@ -171,9 +171,23 @@ void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {
 Status PyPerfBpf::OpenEvents(EventCallback on_event, LostCallback on_lost) {
   on_event_ = std::move(on_event);
   on_lost_ = std::move(on_lost);
-  auto st = bpf_->open_perf_buffer("events", &PyPerfBpf::HandleEvent, &PyPerfBpf::HandleLost, this,
-                                   static_cast<int>(config_.events_buffer_pages));
-  if (!st.ok()) return Status::Error("cannot open the perf buffer: " + st.msg());
+  // A quarter of a ring per batch leaves room for the events that arrive
+  // while user space drains the others.
+  const size_t ring_bytes = static_cast<size_t>(config_.events_buffer_pages) * 4096;
+  const size_t largest_event =
+      offsetof(pyperf_event, user_stack) + static_cast<size_t>(config_.user_stack_pages) * 4096 + 8;
+  const size_t fit = ring_bytes / 4 / largest_event;
+  events_per_wakeup_ = static_cast<int>(fit < 1 ? 1 : (fit > 64 ? 64 : fit));
+  BatchedPerfBuffer::Options options;
+  options.map_fd = bpf_->get_table("events").get_fd();
+  options.pages_per_cpu = static_cast<int>(config_.events_buffer_pages);
+  options.wakeup_events = events_per_wakeup_;
+  options.on_record = &PyPerfBpf::HandleEvent;
+  options.on_lost = &PyPerfBpf::HandleLost;
+  options.cookie = this;
+  auto buffer = BatchedPerfBuffer::Open(options);
+  if (!buffer.ok()) return buffer.status();
+  events_ = std::move(*buffer);
   return Status::Ok();
 }
 
@@ -192,7 +206,7 @@ void PyPerfBpf::Detach() {
   }
 }
 
-int PyPerfBpf::Poll(int timeout_ms) { return bpf_->poll_perf_buffer("events", timeout_ms); }
+int PyPerfBpf::Poll(int timeout_ms) { return events_ ? events_->Poll(timeout_ms) : 0; }
 
 std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
   auto table = bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id");

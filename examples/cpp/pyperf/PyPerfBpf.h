@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "PyPerfBpfShared.h"
+#include "batched_perf_buffer.h"
 #include "status.h"
 
 namespace pyperf {
@@ -69,11 +70,20 @@ class PyPerfBpf {
   Status AddProcess(pid_t pid, const pyperf_proc_info& info);
   void RemoveProcess(pid_t pid);
 
+  // Opens the per-CPU event rings, each waking Poll only after a batch of
+  // events (as many as fit a quarter of its ring, at most 64): user space
+  // wakes a bounded number of times a second whatever the sampling rate.
   Status OpenEvents(EventCallback on_event, LostCallback on_lost);
   Status Attach();
   void Detach();
-  // Reads what is in the perf buffers, waiting at most timeout_ms for data.
+  // Waits at most timeout_ms for a ring's batch and reads the rings that
+  // woke; on a timeout or a signal (-1, errno EINTR), and with timeout 0,
+  // reads every event of every ring.
   int Poll(int timeout_ms);
+  // The events each ring holds before it wakes Poll.
+  int events_per_wakeup() const { return events_per_wakeup_; }
+  // Wake-ups so far.
+  uint64_t wakeups() const { return events_ ? events_->wakeups() : 0; }
 
   // The symbol interned under `id`, if any.
   std::optional<pyperf_symbol> LookupSymbol(int32_t id);
@@ -89,6 +99,8 @@ class PyPerfBpf {
 
   BpfConfig config_;
   std::unique_ptr<ebpf::BPF> bpf_;
+  std::unique_ptr<BatchedPerfBuffer> events_;  // before bpf_ goes: it is in bpf_'s map
+  int events_per_wakeup_ = 1;
   EventCallback on_event_;
   LostCallback on_lost_;
   bool attached_ = false;

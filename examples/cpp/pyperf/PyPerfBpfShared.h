@@ -177,6 +177,9 @@ struct pyperf_event {
   pp_u64 ip;
   pp_u64 sp;
   pp_u64 bp;
+  /* The task's mm_struct: a new one at every exec, so user space knows the
+   * image the sample belongs to without reading /proc (0: unknown). */
+  pp_u64 mm;
   pp_u64 user_stack_start;
   pp_u32 user_stack_len;
   pp_u32 pad2;
@@ -192,6 +195,7 @@ struct pyperf_kernel_offsets {
   pp_u64 fs_offset;    /* task_struct.thread.fsbase */
   pp_u64 stack_offset; /* task_struct.stack */
   pp_u64 regs_offset;  /* saved user pt_regs, from task->stack: THREAD_SIZE - padding - 168 */
+  pp_u64 mm_offset;    /* task_struct.mm, 0 if unknown (then pyperf_event.mm is 0) */
 };
 
 /* The start-up check (check_kernel_offsets): each candidate's fs/stack pair is

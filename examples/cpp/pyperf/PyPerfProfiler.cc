@@ -24,9 +24,11 @@ namespace {
 std::atomic<bool> g_dump_requested{false};
 std::atomic<bool> g_stop_requested{false};
 
-constexpr int kPollTimeoutMs = 100;
+// The sampling round: the perf rings are read at least this often (more
+// often when a ring fills its batch first), and the caches age once per round.
+constexpr int kRoundMs = 100;
 // -v 3 logs the native unwinder's counters at most this often. A line per
-// round (one per poll, up to a thousand a second) would be ~175 KB/s, while
+// round (ten a second) would be ~17 KB/s, while
 // gProfiler reads 64 KiB of stderr per cycle: PyPerf would block on the
 // full pipe, lose samples, and could miss a dump.
 constexpr auto kNativeLogInterval = std::chrono::seconds(1);
@@ -428,7 +430,7 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   return Status::Ok();
 }
 
-int PyPerfProfiler::Run() {
+int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   using Clock = std::chrono::steady_clock;
   // SIGINT/SIGTERM while the BPF program was loading: nothing was sampled,
   // and the stop is honoured at once (the last dump is empty).
@@ -453,26 +455,33 @@ int PyPerfProfiler::Run() {
     Error(st.message());
     return 1;
   }
+  if (on_ready) on_ready();
   if (!stopped_early) stderr_.WriteLine("Ready to profile");
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
   auto next_native_log = now;
+  auto next_round = now + std::chrono::milliseconds(kRoundMs);
   const bool timed = options_.duration_seconds > 0;
   auto deadline = now + std::chrono::seconds(options_.duration_seconds);
   int exit_code = 0;
   while (!g_stop_requested) {
-    int polled = bpf_->Poll(kPollTimeoutMs);
+    int polled = bpf_->Poll(kRoundMs);
     if (polled < 0 && errno != EINTR) Log(1, "perf buffer poll failed");
-    python_->EndRound();
-    if (native_) {
-      native_->cache_eviction();  // exactly once per sampling round
-      if (options_.verbosity >= 3 && Clock::now() >= next_native_log) {
-        LogNativeRound();  // the counters are cumulative: skipped rounds lose nothing
-        next_native_log = Clock::now() + kNativeLogInterval;
+    // A sampling round is kRoundMs of sampling, however many wake-ups it took.
+    if (Clock::now() >= next_round) {
+      next_round = Clock::now() + std::chrono::milliseconds(kRoundMs);
+      python_->EndRound();
+      if (native_) {
+        native_->cache_eviction();  // exactly once per sampling round
+        if (options_.verbosity >= 3 && Clock::now() >= next_native_log) {
+          LogNativeRound();  // the counters are cumulative: skipped rounds lose nothing
+          next_native_log = Clock::now() + kNativeLogInterval;
+        }
       }
     }
     if (g_dump_requested.exchange(false)) {
+      bpf_->Poll(0);  // every event taken before the signal is in this dump
       st = Dump();
       if (!st.ok()) Log(0, "dump failed: " + st.message());
     }

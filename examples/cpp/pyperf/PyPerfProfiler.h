@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -54,8 +55,9 @@ class PyPerfProfiler {
   ~PyPerfProfiler();
 
   // Samples until the duration ends or SIGINT/SIGTERM arrives; dumps on
-  // SIGUSR2. Returns the process exit code.
-  int Run();
+  // SIGUSR2. `on_ready` runs once sampling has begun, right before "Ready to
+  // profile". Returns the process exit code.
+  int Run(const std::function<void()>& on_ready = {});
 
   // Signal handlers set these (async-signal-safe).
   static void RequestDump();
