@@ -12,8 +12,8 @@ for D seconds at F Hz:
   austin         Austin (Python stacks only, reads the processes from user space)
 
 and the table gives, per profiler: its CPU time (utime + stime) per sample in
-microseconds, counted from "Ready to profile" (PyPerf) or from its first
-second (Austin) to the end; that CPU as a share of one core; samples taken and
+microseconds, counted from "Ready to profile" (PyPerf) or over its whole run
+(Austin, whose attach costs next to nothing); that CPU as a share of one core; samples taken and
 lost; for PyPerf the wall and CPU time to "Ready to profile". Prints figures;
 never fails on timing.
 
@@ -75,29 +75,39 @@ def cpu_seconds(pid):
 
 
 def in_root(root, argv):
-    """argv run in `root` with its own /proc mount but the host's pid space, so
-    the bench, PyPerf and Austin all see the same pids."""
-    return ["unshare", "--mount", "--fork", "--mount-proc=" + os.path.join(root, "proc"),
-            "chroot", root] + argv
+    """argv run chrooted in `root`, in the host's mount and pid namespaces (the
+    root's /proc is the host's, bind-mounted by ProcMount), so that the bench,
+    PyPerf and Austin see the same pids and the same paths."""
+    return ["chroot", root] + argv
 
 
-def leaf_pid(pid):
-    """The process that unshare (--fork) and chroot end up running: follow
-    single children down from pid."""
+class ProcMount:
+    """The host's /proc bind-mounted on ROOT/proc for the bench's lifetime."""
+
+    def __init__(self, root):
+        self.target = os.path.join(root, "proc")
+        self.mounted = False
+        if not os.path.ismount(self.target):
+            subprocess.run(["mount", "--bind", "/proc", self.target], check=True)
+            self.mounted = True
+
+    def close(self):
+        if self.mounted:
+            subprocess.run(["umount", "-l", self.target], check=False)
+            self.mounted = False
+
+
+def after_chroot(pid):
+    """pid once chroot has exec'd the program it runs (None if it ended)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                kids = f.read().split()
+            with open("/proc/%d/comm" % pid) as f:
+                if f.read().strip() != "chroot":
+                    return pid
         except OSError:
             return None
-        if not kids:
-            with open("/proc/%d/comm" % pid) as f:
-                if f.read().strip() not in ("unshare", "chroot"):
-                    return pid
-            time.sleep(0.01)
-            continue
-        pid = int(kids[0])
+        time.sleep(0.01)
     return None
 
 
@@ -181,41 +191,36 @@ def run_pyperf(pyperf, mode, pids, seconds, frequency, record):
 
 
 def run_austin(root, parent, seconds, frequency):
+    """Austin's whole run: its CPU and its samples from start to SIGINT (its
+    attach costs next to nothing). It writes to a file, so a slow reader
+    never holds it up; it flushes its samples when interrupted."""
     interval_us = max(1, int(1e6 / frequency))
     # -C follows the parent's children; -s samples only threads on a CPU.
     cmd = in_root(root, ["austin", "-C", "-s", "-i", str(interval_us), "-p", str(parent)])
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    out_dir = tempfile.mkdtemp(prefix="austin-overhead-")
+    out_path = os.path.join(out_dir, "austin.out")
     austin = None
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     try:
-        austin = leaf_pid(proc.pid)
+        austin = after_chroot(proc.pid)
         if austin is None:
-            raise RuntimeError("austin did not start: " + proc.stderr.read().decode())
-        time.sleep(1)  # attaching; then count from here, as PyPerf from "Ready"
-        first_cpu = cpu_seconds(austin)
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        buf, total, t0 = b"", 0, time.monotonic()
-        while time.monotonic() - t0 < seconds:
-            if not sel.select(timeout=0.2):
-                continue
-            data = os.read(proc.stdout.fileno(), 1 << 20)
-            if not data:
-                break
-            buf += data
-            lines = buf.split(b"\n")
-            buf = lines.pop()
-            total += sum(1 for line in lines if line.startswith(b"P"))
-        cpu = cpu_seconds(austin) - first_cpu
+            raise RuntimeError("austin did not start")
+        time.sleep(seconds)
+        cpu = cpu_seconds(austin)
     finally:
         if austin is not None:
-            os.kill(austin, signal.SIGINT)  # unshare does not pass signals on
+            os.kill(austin, signal.SIGINT)  # it writes its samples out and ends
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return {"cpu": cpu, "samples": float(total), "lost": float("nan"), "ready_wall": None,
+    with open(out_path, "rb") as f:
+        samples = sum(1 for line in f if line.startswith(b"P"))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return {"cpu": cpu, "samples": float(samples), "lost": float("nan"), "ready_wall": None,
             "ready_cpu": None, "exit": None, "report": None}
 
 
@@ -241,13 +246,14 @@ def main():
     if "austin" in modes and not os.access(os.path.join(args.root, "usr/bin/austin"), os.X_OK):
         sys.exit("overhead.py: no austin in %s: run scripts/python-roots.sh trixie" % args.root)
 
+    proc_mount = ProcMount(args.root)
     spawner = subprocess.Popen(in_root(args.root, ["python3.13", "-c", SPAWNER,
                                                    str(args.processes)]),
                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                preexec_fn=die_with_parent)
     parent = None
     try:
-        parent = leaf_pid(spawner.pid)
+        parent = after_chroot(spawner.pid)
         pids = [int(p) for p in spawner.stdout.readline().split()]
         if len(pids) != args.processes or parent is None:
             sys.exit("overhead.py: the workload did not start")
@@ -282,12 +288,13 @@ def main():
             print("\nperf report of PyPerf (%s), self time by DSO and symbol:\n%s" % (mode, report))
     finally:
         if parent is not None:
-            os.kill(parent, signal.SIGTERM)  # it kills its children; unshare passes nothing on
+            os.kill(parent, signal.SIGTERM)  # it kills its children
         try:
             spawner.wait(timeout=10)
         except subprocess.TimeoutExpired:
             spawner.kill()
             spawner.wait()
+        proc_mount.close()
 
 
 if __name__ == "__main__":
