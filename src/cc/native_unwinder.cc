@@ -326,15 +326,8 @@ class NativeUnwinder::Impl {
   void AddMarker(FrameWriter* w, NativeUnwindResult* result, const char* what,
                  std::string_view reason) {
     NativeFrame& f = w->Next();
-    if (reason.empty()) {
-      f.name.assign(what);
-    } else {
-      f.name.assign("[Error ");
-      f.name.append(what);
-      f.name.append(" (");
-      f.name.append(reason);
-      f.name.append(")]");
-    }
+    f.name.assign(what);
+    if (!reason.empty()) f.name.append(" (").append(reason).append(")");
     f.error = true;
     result->error = true;
   }
@@ -704,7 +697,7 @@ NativeUnwindResult NativeUnwinder::Impl::Unwind(const NativeSnapshot& snapshot,
   NativeSnapshot s = snapshot;
   if (!s.stack) s.stack_len = 0;
   if (s.ip == 0 || s.sp == 0 || s.pid <= 0) {
-    AddMarker(&w, &result, "(missing)", "");
+    AddMarker(&w, &result, "no registers", "");
   } else if (options_.cache_enabled) {
     result = UnwindCached(s, &w);
   } else {

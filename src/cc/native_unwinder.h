@@ -23,9 +23,9 @@
 // whose symbol is in the caller's stop set (that frame is included), after
 // max_depth frames, or at the outermost frame.
 //
-// Failures never throw: they add a marker frame such as
-// `[Error unw_init_remote (<reason>)]` or `(missing)` and set the result's
-// error flag (counted in stats).
+// Failures never throw: they add a marker frame whose name says what failed,
+// such as `unw_init_remote (<reason>)` or `no registers`, and set the result's
+// error flag (counted in stats). The caller spells it as a marker.
 //
 // Per-process state (mappings, address space) is keyed by pid and dropped when
 // the process dies, its pid is reused (start time changes) or it execs (its
@@ -68,7 +68,7 @@ struct NativeSnapshot {
 };
 
 struct NativeFrame {
-  std::string name;  // as printed, without the "_[pn]" suffix
+  std::string name;  // the name; for a marker frame, what failed
   // The address named: the ip for the leaf, ip-1 (inside the call) for callers.
   uint64_t address = 0;
   // The same address in the ELF file's own terms (what addr2line takes), 0 if

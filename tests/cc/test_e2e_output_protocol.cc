@@ -437,30 +437,48 @@ TEST(PyPerfCommandLine, UnprivilegedUserIsToldWhatIsMissing) {
 
 // ---- The reader the e2e tests use (support/collapsed.h), on known lines.
 
+// Frames spelled as PyPerf spells them (FrameSpelling.h).
+std::string SpelledPython(const std::string& text) {
+  return pyperf::SpellFrame(pyperf::FrameKind::kPython, text);
+}
+std::string SpelledNative(const std::string& text) {
+  return pyperf::SpellFrame(pyperf::FrameKind::kNative, text);
+}
+std::string SpelledKernel(const std::string& text) {
+  return pyperf::SpellFrame(pyperf::FrameKind::kKernel, text);
+}
+std::string SpelledMarker(std::string_view text) {
+  return pyperf::SpellFrame(pyperf::FrameKind::kMarker, text);
+}
+
 TEST(CollapsedReader, ReadsALineAsGProfilerDoes) {
   std::string why;
+  const std::string python = SpelledPython("a.f (/a.py:3)"), native = SpelledNative("read"),
+                    kernel = SpelledKernel("do_syscall_64");
   auto line =
-      ParseCollapsedLine("my-app 2-10/12;a.f (/a.py:3)_[p];read_[pn];do_syscall_64_[k] 42", &why);
+      ParseCollapsedLine("my-app 2-10/12;" + python + ";" + native + ";" + kernel + " 42", &why);
   ASSERT_TRUE(line.has_value()) << why;
   EXPECT_EQ(line->comm, "my-app 2");
   EXPECT_EQ(line->pid, 10);
   EXPECT_EQ(line->tid, 12);
   EXPECT_EQ(line->count, 42u);
-  EXPECT_EQ(line->frames,
-            (std::vector<std::string>{"a.f (/a.py:3)_[p]", "read_[pn]", "do_syscall_64_[k]"}));
-  EXPECT_EQ(FramesOfKind(*line, FrameKind::kNative), std::vector<std::string>{"read_[pn]"});
-  EXPECT_EQ(LeafIgnoringNativeAndKernel(*line), "a.f (/a.py:3)_[p]");
+  EXPECT_EQ(line->frames, (std::vector<std::string>{python, native, kernel}));
+  EXPECT_EQ(FramesOfKind(*line, FrameKind::kNative), std::vector<std::string>{native});
+  EXPECT_EQ(LeafIgnoringNativeAndKernel(*line), python);
   EXPECT_FALSE(FrameOrderProblem(*line).has_value());
 }
 
 TEST(CollapsedReader, RejectsLinesGProfilerCannotRead) {
-  for (const char* text : {"python-1/1;f_[p]", "python-1/1;f_[p] x", "python-1/1 3",
-                           "python1/1;f_[p] 3", "python-1;f_[p] 3", "python-1/1;;f_[p] 3"}) {
+  const std::string f = SpelledPython("f");
+  for (const std::string& text :
+       {"python-1/1;" + f, "python-1/1;" + f + " x", std::string("python-1/1 3"),
+        "python1/1;" + f + " 3", "python-1;" + f + " 3", "python-1/1;;" + f + " 3"}) {
     std::string why;
     EXPECT_FALSE(ParseCollapsedLine(text, &why).has_value()) << text;
     EXPECT_FALSE(why.empty()) << text;
   }
-  CollapsedProfile profile = ParseCollapsed("python-1/2;f_[p] 3\nbad\n\npython-1/3;g_[p] 4\n");
+  CollapsedProfile profile =
+      ParseCollapsed("python-1/2;" + f + " 3\nbad\n\npython-1/3;" + SpelledPython("g") + " 4\n");
   EXPECT_EQ(profile.lines.size(), 2u);
   EXPECT_EQ(profile.unparseable.size(), 1u);
   EXPECT_EQ(profile.TotalSamples(), 7u);
@@ -468,7 +486,7 @@ TEST(CollapsedReader, RejectsLinesGProfilerCannotRead) {
 
 TEST(CollapsedReader, SplitsPythonFrames) {
   auto method = ParsePythonFrame(
-      "json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)_[p]");
+      SpelledPython("json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)"));
   ASSERT_TRUE(method.has_value());
   EXPECT_EQ(method->module, "json.decoder");
   EXPECT_EQ(method->class_name, "JSONDecoder");
@@ -476,37 +494,50 @@ TEST(CollapsedReader, SplitsPythonFrames) {
   EXPECT_EQ(method->file, "/usr/lib/python3.11/json/decoder.py");
   EXPECT_EQ(method->line, 332);
 
-  auto function = ParsePythonFrame("work.x.app.<module> (/work/x/app.py:1)_[p]");
+  auto function = ParsePythonFrame(SpelledPython("work.x.app.<module> (/work/x/app.py:1)"));
   ASSERT_TRUE(function.has_value());
   EXPECT_EQ(function->module, "work.x.app");
   EXPECT_EQ(function->class_name, "");
   EXPECT_EQ(function->function, "<module>");
 
-  auto odd_path = ParsePythonFrame("a (b).m.f (/a (b)/m.py:7)_[p]");
+  auto odd_path = ParsePythonFrame(SpelledPython("a (b).m.f (/a (b)/m.py:7)"));
   ASSERT_TRUE(odd_path.has_value());
   EXPECT_EQ(odd_path->file, "/a (b)/m.py");
   EXPECT_EQ(odd_path->function, "f");
 
   std::string why;
-  EXPECT_FALSE(ParsePythonFrame("other.f (/work/x/app.py:1)_[p]", &why).has_value());
+  EXPECT_FALSE(ParsePythonFrame(SpelledPython("other.f (/work/x/app.py:1)"), &why).has_value());
   EXPECT_NE(why.find("module"), std::string::npos) << why;
-  EXPECT_FALSE(ParsePythonFrame("f (/a.py:x)_[p]").has_value());
-  EXPECT_FALSE(ParsePythonFrame("f_[k]").has_value());
+  EXPECT_FALSE(ParsePythonFrame(SpelledPython("f (/a.py:x)")).has_value());
+  EXPECT_FALSE(ParsePythonFrame(SpelledKernel("f")).has_value());
 }
 
 TEST(CollapsedReader, FindsMarkersAndOrderProblems) {
-  auto truncated = ParseCollapsedLine(
-      "p-1/1;[Truncated Python Stack]_[pe];[Lost Symbol]_[pe];m.f (/m.py:1)_[p] 1", nullptr);
+  const std::string python = SpelledPython("m.f (/m.py:1)");
+  const std::string lost = SpelledMarker(pyperf::kLostSymbol);
+  auto truncated =
+      ParseCollapsedLine("p-1/1;" + kTruncationMarker + ";" + lost + ";" + python + " 1", nullptr);
   ASSERT_TRUE(truncated.has_value());
   EXPECT_TRUE(IsTruncated(*truncated));
-  EXPECT_EQ(ErrorMarkers(*truncated), std::vector<std::string>{"[Lost Symbol]_[pe]"});
+  EXPECT_EQ(ErrorMarkers(*truncated), std::vector<std::string>{lost});
   EXPECT_FALSE(FrameOrderProblem(*truncated).has_value());
 
-  auto kernel_first = ParseCollapsedLine("p-1/1;vfs_read_[k];m.f (/m.py:1)_[p] 1", nullptr);
+  // A native marker stands among the native frames, and is not a Python error.
+  const std::string native_error = pyperf::NativeStackErrorFrame("unw_step (no unwind info)");
+  auto native = ParseCollapsedLine("p-1/1;" + python + ";" + native_error + ";" +
+                                       SpelledNative("f") + ";" + SpelledKernel("k") + " 1",
+                                   nullptr);
+  ASSERT_TRUE(native.has_value());
+  EXPECT_TRUE(IsNativeMarker(native_error));
+  EXPECT_TRUE(ErrorMarkers(*native).empty());
+  EXPECT_FALSE(FrameOrderProblem(*native).has_value());
+
+  auto kernel_first =
+      ParseCollapsedLine("p-1/1;" + SpelledKernel("vfs_read") + ";" + python + " 1", nullptr);
   ASSERT_TRUE(kernel_first.has_value());
   EXPECT_TRUE(FrameOrderProblem(*kernel_first).has_value());
   auto late_marker =
-      ParseCollapsedLine("p-1/1;m.f (/m.py:1)_[p];[Truncated Python Stack]_[pe] 1", nullptr);
+      ParseCollapsedLine("p-1/1;" + python + ";" + kTruncationMarker + " 1", nullptr);
   ASSERT_TRUE(late_marker.has_value());
   EXPECT_FALSE(IsTruncated(*late_marker));
   EXPECT_TRUE(FrameOrderProblem(*late_marker).has_value());

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "FrameSpelling.h"
+#include "PyPerfBpfShared.h"
 #include "PythonFrameFormat.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
@@ -488,7 +490,8 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
   std::vector<CollapsedLine> thread_state_errors;
   for (const auto& line : lines) {
     const auto& f = line.frames;
-    if (std::find(f.begin(), f.end(), "[Sample Error THREAD_STATE]_[pe]") != f.end())
+    if (std::find(f.begin(), f.end(), pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE)) !=
+        f.end())
       thread_state_errors.push_back(line);
   }
   EXPECT_TRUE(thread_state_errors.empty())

@@ -858,8 +858,9 @@ class VersionsNativeE2E : public ::testing::TestWithParam<Target> {};
 TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
   PREPARE_OR_RETURN(run, GetParam());
   const CollapsedProfile& profile = TheSession().profiles().first;
-  std::string eval =
-      GetParam().spec == "2.7" ? "PyEval_EvalFrameEx_[pn]" : "_PyEval_EvalFrameDefault_[pn]";
+  std::string eval = pyperf::SpellFrame(
+      pyperf::FrameKind::kNative,
+      GetParam().spec == "2.7" ? "PyEval_EvalFrameEx" : "_PyEval_EvalFrameDefault");
   // Debian's 3.14 (sid) is stripped, and its eval loop's hot body is a static
   // function that only python3.14-dbgsym names: there the loop shows as an
   // address in the interpreter binary.
@@ -965,7 +966,8 @@ std::string ModuleOfPlainPath(const std::string& file) {
 std::string ExpectedFrame(const NameLink& link, int line) {
   std::string text = ModuleOfPlainPath(link.file) + "." +
                      (link.class_name.empty() ? "" : link.class_name + ".") + link.function + " (" +
-                     link.file + ":" + std::to_string(line) + ")_[p]";
+                     link.file + ":" + std::to_string(line) + ")" +
+                     std::string(pyperf::kPythonSuffix);
   std::replace(text.begin(), text.end(), ';', '_');
   std::replace(text.begin(), text.end(), '\n', '_');
   return text;

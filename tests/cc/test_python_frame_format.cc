@@ -1,10 +1,14 @@
 // Tests for how Python frames are spelled in collapsed stacks.
 #include <gtest/gtest.h>
 
+#include "FrameSpelling.h"
 #include "PythonFrameFormat.h"
 
 namespace pyperf {
 namespace {
+
+// The text of a Python frame with the suffix FrameSpelling gives it.
+std::string Python(const std::string& text) { return text + std::string(kPythonSuffix); }
 
 TEST(PythonModuleName, StripsTheStandardLibraryDirectory) {
   EXPECT_EQ(PythonModuleName("/usr/lib/python3.11/json/decoder.py"), "json.decoder");
@@ -47,22 +51,22 @@ TEST(PythonModuleName, SpecialFileNames) {
 
 TEST(FormatPythonFrame, MethodOfAClass) {
   EXPECT_EQ(FormatPythonFrame("/usr/lib/python3.11/json/decoder.py", "decode", "JSONDecoder", 332),
-            "json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)_[p]");
+            Python("json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)"));
 }
 
 TEST(FormatPythonFrame, PlainFunction) {
   EXPECT_EQ(FormatPythonFrame("/app/site-packages/requests/api.py", "get", "", 62),
-            "requests.api.get (/app/site-packages/requests/api.py:62)_[p]");
+            Python("requests.api.get (/app/site-packages/requests/api.py:62)"));
   EXPECT_EQ(FormatPythonFrame("/work/x/app.py", "<module>", "", 1),
-            "work.x.app.<module> (/work/x/app.py:1)_[p]");
+            Python("work.x.app.<module> (/work/x/app.py:1)"));
 }
 
 TEST(FormatPythonFrame, EmptyFileDropsTheModulePrefix) {
-  EXPECT_EQ(FormatPythonFrame("", "f", "", 0), "f (:0)_[p]");
+  EXPECT_EQ(FormatPythonFrame("", "f", "", 0), Python("f (:0)"));
 }
 
 TEST(FormatPythonFrame, CharactersThatBreakCollapsedStacksAreReplaced) {
-  EXPECT_EQ(FormatPythonFrame("/a;b/c.py", "f\n", "", 3), "a_b.c.f_ (/a_b/c.py:3)_[p]");
+  EXPECT_EQ(FormatPythonFrame("/a;b/c.py", "f\n", "", 3), Python("a_b.c.f_ (/a_b/c.py:3)"));
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ TEST_P(PythonProcessTest, DetectsVersionModuleAndSymbols) {
   ASSERT_TRUE(info.ok()) << info.error();
   const PythonVersion& v = reported->version;
   EXPECT_EQ(info->version, v) << info->version.ToString() << " vs " << v.ToString();
+  // The interpreter's sys.hexversion names the release its sys.version_info does.
+  EXPECT_EQ(PythonVersion::FromHex(reported->hexversion), v)
+      << std::hex << reported->hexversion << " vs " << v.ToString();
   EXPECT_EQ(info->pid, child.pid());
   EXPECT_EQ(info->start_time, ReadProcessStartTime(child.pid()).value());
   EXPECT_EQ(info->version_source, v.AtLeast(3, 11) ? PythonVersionSource::kPyVersionSymbol

@@ -206,11 +206,6 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-PythonVersion FromHex(uint64_t hex) {
-  return PythonVersion{static_cast<int>((hex >> 24) & 0xff), static_cast<int>((hex >> 16) & 0xff),
-                       static_cast<int>((hex >> 8) & 0xff)};
-}
-
 // Stable storage for merged layouts: equal offsets give one pointer.
 const pyperf_offsets* Intern(const pyperf_offsets& o, const pyperf_offsets* table) {
   if (std::memcmp(&o, table, sizeof(o)) == 0) return table;
@@ -301,7 +296,7 @@ Result<DebugOffsets> ParseDebugOffsets(const PythonVersion& expected, const void
   for (const DebugOffsetsMember& m : layout)
     out.values[m.path] = LittleEndian64(bytes + m.position);
   out.version_hex = out.values["version"];
-  out.version = FromHex(out.version_hex);
+  out.version = PythonVersion::FromHex(out.version_hex);
   out.free_threaded = out.values["free_threaded"] != 0;
   if (!(out.version == expected)) {
     return Status::Error("_Py_DebugOffsets says CPython " + out.version.ToString() + " (" +

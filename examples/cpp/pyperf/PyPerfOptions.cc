@@ -100,8 +100,9 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
   value("--native-cache-bytes", raw.native_cache_bytes, "SIZE",
         "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024 "
         "(default: 16M)");
-  value("--native-cache-max-age", raw.native_cache_max_age, "N",
-        "Output intervals an unused native cache entry survives (default: 600)");
+  value("--native-cache-max-age", raw.native_cache_max_age, "ROUNDS",
+        "Sampling rounds an unused native cache entry, file or process survives; a round is 100 ms "
+        "of sampling (default: 600)");
 
   app.footer(
       "Exit status: 0 on success or --help, 2 on a command-line error, 1 on any other error.");

@@ -7,16 +7,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <set>
 #include <string_view>
 
+#include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "btf_offsets.h"
 #include "proc_maps.h"
-#include "utf8.h"
 
 namespace pyperf {
 namespace {
@@ -34,48 +33,9 @@ constexpr int kRoundMs = 100;
 constexpr auto kNativeLogInterval = std::chrono::seconds(1);
 constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
 
-const char* ErrorName(uint8_t error) {
-  switch (error) {
-    case PYPERF_ERROR_NO_OFFSETS:
-      return "NO_OFFSETS";
-    case PYPERF_ERROR_NO_INTERPRETER:
-      return "NO_INTERPRETER";
-    case PYPERF_ERROR_THREAD_STATE:
-      return "THREAD_STATE";
-    case PYPERF_ERROR_TAIL_CALL:
-      return "TAIL_CALL";
-    default:
-      return "UNKNOWN";
-  }
-}
-
 std::string ExePath(pid_t pid) {
   auto path = ReadProcessExePath(pid);
   return path.ok() ? *path : std::string();
-}
-
-// Text from outside that goes into a stack: ';' separates frames and a
-// newline would end the line, so both become '_' (as in Python frames).
-void AppendFrameText(std::string_view text, std::string* out) {
-  size_t start = out->size();
-  out->append(text.data(), text.size());
-  for (size_t i = start; i < out->size(); ++i) {
-    char c = (*out)[i];
-    if (c == ';' || c == '\n' || c == '\r') (*out)[i] = '_';
-  }
-}
-
-// The thread's comm: bytes the process chose (prctl, /proc/self/comm), cut
-// at 15 by the kernel, so anything that is not UTF-8 becomes U+FFFD.
-void AppendComm(const char* comm, std::string* out) {
-  std::string_view bytes(comm, strnlen(comm, 16));
-  if (IsPrintableUtf8(bytes)) {
-    AppendFrameText(bytes, out);
-    return;
-  }
-  std::string clean;
-  AppendSanitizedUtf8(bytes, &clean);
-  AppendFrameText(clean, out);
 }
 
 }  // namespace
@@ -302,11 +262,11 @@ void PyPerfProfiler::UpdateProcesses() {
              std::to_string(tracked_.size()) + " profiled");
 }
 
-void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
+void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, StackText* stack) {
   if (stack_id == kNoKernelStack) return;
   if (stack_id < 0) {
     ++counters_.kernel_stack_errors;
-    stack->append("[Lost Kernel Stack]_[pe];");
+    stack->AddMarker(kLostKernelStack);
     return;
   }
   std::vector<uint64_t> addrs = bpf_->KernelStack(stack_id);
@@ -314,18 +274,14 @@ void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, std::string* stack) {
     std::optional<std::string_view> name;
     if (!kernel_symbols_.empty()) name = kernel_symbols_.Lookup(*it);
     if (name) {
-      stack->append(name->data(), name->size());
+      stack->Add(FrameKind::kKernel, *name);
     } else {
-      char buf[32];
-      snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(*it));
-      stack->append(buf);
+      stack->AddKernelAddress(*it);
     }
-    stack->append("_[k];");
   }
 }
 
-void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size,
-                                        std::string* stack) {
+void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack) {
   if (!native_) return;
   NativeSnapshot snapshot;
   snapshot.pid = static_cast<pid_t>(event.pid);
@@ -343,11 +299,7 @@ void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size,
   }
   NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
   if (result.error) ++counters_.native_stack_errors;
-  // Names are UTF-8 already (the unwinder sanitizes them once, when cached).
-  for (auto it = native_frames_.rbegin(); it != native_frames_.rend(); ++it) {
-    AppendFrameText(it->name, stack);
-    stack->append("_[pn];");
-  }
+  stack->AddNativeFrames(native_frames_, result);
 }
 
 void PyPerfProfiler::LogNativeRound() {
@@ -367,26 +319,21 @@ void PyPerfProfiler::LogNativeRound() {
 void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   auto it = tracked_.find(static_cast<pid_t>(event.pid));
   if (it == tracked_.end()) return;  // dropped since the event was sent
-  std::string& s = scratch_;
-  s.clear();
-  AppendComm(event.comm, &s);
-  char ids[32];  // no allocation per sample
-  int n = snprintf(ids, sizeof(ids), "-%u/%u;", event.pid, event.tid);
-  s.append(ids, static_cast<size_t>(n));
+  StackText& s = scratch_;
+  s.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
   if (event.truncated) {
-    s.append("[Truncated Python Stack]_[pe];");
+    s.AddMarker(kTruncatedPythonStack);
     ++counters_.truncated;
   }
   if (event.error != PYPERF_ERROR_NONE) {
-    s.append("[Sample Error ").append(ErrorName(event.error)).append("]_[pe];");
+    s.AddSampleError(event.error);
     ++counters_.sample_errors;
   }
   if (event.no_thread_state) ++counters_.no_thread_state;
   python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
-  if (!s.empty() && s.back() == ';') s.pop_back();
-  output_->Add(s);
+  output_->Add(s.text());
   ++counters_.samples;
 }
 

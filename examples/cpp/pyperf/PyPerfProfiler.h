@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "CollapsedOutput.h"
+#include "FrameSpelling.h"
 #include "PyPerfBpf.h"
 #include "PyPerfOptions.h"
 #include "PythonProcess.h"
@@ -69,8 +70,8 @@ class PyPerfProfiler {
   void UpdateProcesses();
   void TrackProcess(const PythonProcessInfo& info);
   void OnEvent(const pyperf_event& event, size_t size);
-  void AppendKernelFrames(int32_t stack_id, std::string* stack);
-  void AppendNativeFrames(const pyperf_event& event, size_t size, std::string* stack);
+  void AppendKernelFrames(int32_t stack_id, StackText* stack);
+  void AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack);
   Status Dump(bool final_dump = false);
   void LogNativeRound();
   // "PyPerf: <message>" on stderr if -v is at least `level`.
@@ -102,7 +103,7 @@ class PyPerfProfiler {
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;
-  std::string scratch_;
+  StackText scratch_;  // reused: no allocation per sample
 };
 
 }  // namespace pyperf

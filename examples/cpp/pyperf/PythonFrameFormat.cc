@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "FrameSpelling.h"
+
 namespace pyperf {
 namespace {
 
@@ -82,12 +84,16 @@ std::string FormatPythonFrame(const std::string& file, const std::string& functi
   std::string line_text = std::to_string(line);
   std::string out;
   out.reserve(module.size() + class_name.size() + function.size() + file.size() + line_text.size() +
-              12);
-  if (!module.empty()) out.append(module).push_back('.');
-  if (!class_name.empty()) out.append(class_name).push_back('.');
-  out.append(function).append(" (").append(file).append(":").append(line_text).append(")_[p]");
-  std::replace_if(
-      out.begin(), out.end(), [](char c) { return c == ';' || c == '\n' || c == '\r'; }, '_');
+              6 + kPythonSuffix.size());
+  for (std::string_view prefix : {std::string_view(module), std::string_view(class_name)}) {
+    if (prefix.empty()) continue;
+    AppendFrameText(prefix, &out);
+    out.push_back('.');
+  }
+  AppendFrameText(function, &out);
+  out.append(" (");
+  AppendFrameText(file, &out);
+  out.append(":").append(line_text).append(")").append(kPythonSuffix);
   return out;
 }
 

@@ -1,9 +1,8 @@
-// PythonFrameFormat: how a Python frame is spelled in a collapsed stack,
-//   <module>.<Class.>function (<file>:<line>)_[p]
-// e.g. "json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)_[p]".
-// The "_[p]" suffix marks a Python frame for gProfiler, as "_[k]" marks kernel
-// frames. Called when a symbol is first seen (the result is cached), not per
-// sample.
+// PythonFrameFormat: the text of a Python frame,
+//   <module>.<Class.>function (<file>:<line>)
+// e.g. "json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)",
+// printed with the Python suffix (FrameSpelling.h). Called when a symbol is
+// first seen (the result is cached), not per sample.
 #pragma once
 
 #include <string>
@@ -25,10 +24,10 @@ namespace pyperf {
 //    angle brackets ("<string>", "<stdin>") are kept as they are.
 std::string PythonModuleName(std::string_view file);
 
-// The frame text. `class_name` may be empty (a plain function); an empty
-// module (empty file) drops the "<module>." prefix. Characters that would
-// break the collapsed format (';' separates frames, a newline ends the line)
-// become '_'.
+// The whole frame, spelled as FrameSpelling's SpellFrame spells a Python
+// frame (suffix included, ';' and line breaks turned into '_'). `class_name`
+// may be empty (a plain function); an empty module (empty file) drops the
+// "<module>." prefix.
 std::string FormatPythonFrame(const std::string& file, const std::string& function,
                               const std::string& class_name, int line);
 

@@ -208,8 +208,7 @@ Result<FileFacts> ReadFileFacts(const std::string& host_path) {
     size_t size = facts.py_version->size;
     if (elf->ReadAtVirtualAddress(facts.py_version->value, bytes, size).ok()) {
       uint64_t hex = DecodeUnsigned(bytes, size, elf->is_little_endian());
-      PythonVersion v{static_cast<int>((hex >> 24) & 0xff), static_cast<int>((hex >> 16) & 0xff),
-                      static_cast<int>((hex >> 8) & 0xff)};
+      PythonVersion v = PythonVersion::FromHex(hex);
       if (v.major == 3 && v.minor >= 11) facts.version_from_symbol = v;
     }
   }

@@ -153,29 +153,28 @@ std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process
 }
 
 void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedProcess& process,
-                                      std::string* out, uint64_t* symbol_errors) {
+                                      StackText* out, uint64_t* symbol_errors) {
   uint32_t n = event.frame_count < PYPERF_MAX_FRAMES ? event.frame_count : PYPERF_MAX_FRAMES;
   for (uint32_t i = n; i-- > 0;) {
     const pyperf_frame& frame = event.frames[i];
     if (frame.symbol_id == PYPERF_SYMBOL_MISSING) {
-      out->append("(missing)_[pe];");
+      out->AddMarker(kMissingPythonFrame);
       ++*symbol_errors;
       continue;
     }
     const Symbol* symbol = frame.symbol_id >= 0 ? Lookup(frame.symbol_id) : nullptr;
     if (!symbol) {
-      out->append("[Lost Symbol]_[pe];");
+      out->AddMarker(kLostSymbol);
       ++*symbol_errors;
       continue;
     }
     if (current_lines_) {
       auto line = CurrentLine(process, frame, *symbol);
-      out->append(FormatPythonFrame(symbol->file, symbol->function, symbol->class_name,
-                                    line ? *line : symbol->first_line));
+      out->AddSpelled(FormatPythonFrame(symbol->file, symbol->function, symbol->class_name,
+                                        line ? *line : symbol->first_line));
     } else {
-      out->append(symbol->text);
+      out->AddSpelled(symbol->text);
     }
-    out->push_back(';');
   }
 }
 

@@ -1,10 +1,10 @@
 // PythonStackDecoder: turns the Python part of a BPF event (symbol ids, leaf
-// first) into collapsed-format frame text, root first. Symbol ids are
-// resolved once each through the BPF id -> symbol map, their raw string bytes
-// decoded to UTF-8 (PythonText.h), and then cached. With --line-numbers
-// current, each frame's executing line is decoded from its code object's line
-// table, read with process_vm_readv at the process's own offsets
-// (TrackedProcess) in the format its layout names.
+// first) into frames of a StackText, root first. Symbol ids are resolved
+// once each through the BPF id -> symbol map, their raw string bytes decoded
+// to UTF-8 (PythonText.h), spelled (PythonFrameFormat.h) and cached. With
+// --line-numbers current, each frame's executing line is decoded from its
+// code object's line table, read with process_vm_readv at the process's own
+// offsets (TrackedProcess) in the format its layout names.
 #pragma once
 
 #include <sys/types.h>
@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "FrameSpelling.h"
 #include "PyPerfBpfShared.h"
 #include "TrackedProcess.h"
 
@@ -44,9 +45,9 @@ class PythonStackDecoder {
 
   PythonStackDecoder(SymbolSource source, bool current_lines);
 
-  // Frames of `event` appended root first, each followed by ';'. Counts
-  // frames whose symbol could not be resolved in *symbol_errors.
-  void AppendFrames(const pyperf_event& event, const TrackedProcess& process, std::string* out,
+  // Frames of `event` added to `out` root first. Counts frames whose symbol
+  // could not be resolved in *symbol_errors.
+  void AppendFrames(const pyperf_event& event, const TrackedProcess& process, StackText* out,
                     uint64_t* symbol_errors);
 
   // Called once per sampling round: bounds the line-table cache.

@@ -1,6 +1,7 @@
 // PythonVersion: a CPython release as major.minor.micro.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -10,6 +11,14 @@ struct PythonVersion {
   int major = 0;
   int minor = 0;
   int micro = 0;
+
+  // The release a PY_VERSION_HEX names: 0xMMmmuuLS is major, minor, micro,
+  // then the release level and serial, which are dropped (0x030b07f0 is
+  // 3.11.7, 0x030e00a1 is 3.14.0).
+  static PythonVersion FromHex(uint64_t hex) {
+    return PythonVersion{static_cast<int>((hex >> 24) & 0xff), static_cast<int>((hex >> 16) & 0xff),
+                         static_cast<int>((hex >> 8) & 0xff)};
+  }
 
   std::string ToString() const {
     return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro);

@@ -5,19 +5,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 #include "PythonFrameFormat.h"
 
 namespace pyperf_test {
 namespace {
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-bool StartsWith(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
 }
 
 // A non-empty run of decimal digits, as Python's int() reads a count or pid
@@ -43,6 +43,10 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   }
 }
 
+std::string MarkerFrame(std::string_view text) {
+  return pyperf::SpellFrame(pyperf::FrameKind::kMarker, text);
+}
+
 // Where a frame may stand in a stack, root to leaf; -1 = anywhere (an error
 // marker this reader does not know, e.g. of a later issue).
 int OrderRank(const std::string& frame) {
@@ -59,19 +63,22 @@ int OrderRank(const std::string& frame) {
       break;
   }
   if (frame == kTruncationMarker) return 0;
-  if (StartsWith(frame, "[Sample Error ")) return 1;
-  if (frame == "[Lost Symbol]_[pe]" || frame == "(missing)_[pe]") return 2;
-  if (frame == "[Lost Kernel Stack]_[pe]") return 4;
+  if (StartsWith(frame, pyperf::kSampleErrorOpen)) return 1;
+  if (frame == MarkerFrame(pyperf::kLostSymbol) ||
+      frame == MarkerFrame(pyperf::kMissingPythonFrame))
+    return 2;
+  if (IsNativeMarker(frame)) return 3;
+  if (frame == MarkerFrame(pyperf::kLostKernelStack)) return 4;
   return -1;
 }
 
 }  // namespace
 
 FrameKind KindOf(const std::string& frame) {
-  if (EndsWith(frame, "_[p]")) return FrameKind::kPython;
-  if (EndsWith(frame, "_[pn]")) return FrameKind::kNative;
-  if (EndsWith(frame, "_[k]")) return FrameKind::kKernel;
-  if (EndsWith(frame, "_[pe]")) return FrameKind::kError;
+  if (EndsWith(frame, pyperf::kPythonSuffix)) return FrameKind::kPython;
+  if (EndsWith(frame, pyperf::kNativeSuffix)) return FrameKind::kNative;
+  if (EndsWith(frame, pyperf::kKernelSuffix)) return FrameKind::kKernel;
+  if (EndsWith(frame, pyperf::kMarkerSuffix)) return FrameKind::kError;
   return FrameKind::kUnknown;
 }
 
@@ -220,8 +227,15 @@ std::vector<std::string> FramesOfKind(const CollapsedLine& line, FrameKind kind)
 std::vector<std::string> ErrorMarkers(const CollapsedLine& line) {
   std::vector<std::string> out;
   for (const auto& frame : line.frames)
-    if (KindOf(frame) == FrameKind::kError && frame != kTruncationMarker) out.push_back(frame);
+    if (KindOf(frame) == FrameKind::kError && frame != kTruncationMarker && !IsNativeMarker(frame))
+      out.push_back(frame);
   return out;
+}
+
+bool IsNativeMarker(const std::string& frame) {
+  return KindOf(frame) == FrameKind::kError &&
+         (StartsWith(frame, pyperf::kNativeStackErrorOpen) ||
+          frame == MarkerFrame(pyperf::kTruncatedNativeStack));
 }
 
 bool IsTruncated(const CollapsedLine& line) {
@@ -269,7 +283,8 @@ std::optional<std::vector<size_t>> FindInOrder(
 
 namespace {
 
-// Parses `frame` as "<name> (<location>)_[p]" with the name ending at `open`.
+// Parses `frame` as "<name> (<location>)" + the Python suffix, with the name
+// ending at `open`.
 std::optional<PythonFrame> ParsePythonFrameAt(const std::string& frame, size_t open,
                                               size_t suffix_size, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<PythonFrame> {
@@ -307,10 +322,10 @@ std::optional<PythonFrame> ParsePythonFrameAt(const std::string& frame, size_t o
 }  // namespace
 
 std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why) {
-  const std::string suffix = ")_[p]";
+  const std::string suffix = ")" + std::string(pyperf::kPythonSuffix);
   std::string reason;
   if (!EndsWith(frame, suffix)) {
-    reason = "not a Python frame (no \")_[p]\" suffix)";
+    reason = "not a Python frame (no \"" + suffix + "\" suffix)";
   } else {
     // A file name may itself contain " (", so try each one from the left:
     // the right split is the one whose name starts with the file's module.

@@ -3,8 +3,8 @@
 //   line.rsplit(" ", 1)        -> stack, count
 //   stack.split(";", 1)        -> first token, frames (root to leaf)
 //   first token.rsplit("-", 1) -> comm, "pid/tid"
-// plus helpers to classify frames by their suffix (_[p] Python, _[pn] native,
-// _[k] kernel, _[pe] error marker), pick the lines of a process or thread,
+// plus helpers to classify frames by their suffix (Python, native, kernel,
+// marker: spelled as FrameSpelling.h says), pick the lines of a process or thread,
 // check that frames come in root->leaf order, and split a Python frame
 //   <module>.<Class.>function (<file>:<line>)_[p]
 // into its parts.
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "FrameSpelling.h"
+
 namespace pyperf_test {
 
 enum class FrameKind { kPython, kNative, kKernel, kError, kUnknown };
@@ -26,7 +28,9 @@ enum class FrameKind { kPython, kNative, kKernel, kError, kUnknown };
 FrameKind KindOf(const std::string& frame);
 const char* FrameKindName(FrameKind kind);
 
-inline constexpr char kTruncationMarker[] = "[Truncated Python Stack]_[pe]";
+// The marker PyPerf puts first when the Python stack was cut.
+inline const std::string kTruncationMarker =
+    pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kTruncatedPythonStack);
 
 struct CollapsedLine {
   std::string text;  // the line as written
@@ -65,9 +69,12 @@ uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
 // The frames of `line` of one kind, root to leaf.
 std::vector<std::string> FramesOfKind(const CollapsedLine& line, FrameKind kind);
 
-// Error markers other than the truncation marker (sample errors, lost
-// symbols, "(missing)", lost kernel stacks).
+// Error markers other than the truncation marker and the native markers
+// (sample errors, lost symbols, "(missing)", lost kernel stacks).
 std::vector<std::string> ErrorMarkers(const CollapsedLine& line);
+// A marker native unwinding left: "[Native Stack Error: ...]" or
+// "[Truncated Native Stack]".
+bool IsNativeMarker(const std::string& frame);
 bool IsTruncated(const CollapsedLine& line);  // the marker is the first frame
 
 // The last frame once trailing native and kernel frames are dropped: the
@@ -75,8 +82,8 @@ bool IsTruncated(const CollapsedLine& line);  // the marker is the first frame
 std::optional<std::string> LeafIgnoringNativeAndKernel(const CollapsedLine& line);
 
 // Why the frames are not in the order PyPerf must write them (truncation and
-// sample-error markers first, then Python frames, then native, then kernel),
-// or nullopt if they are.
+// sample-error markers first, then Python frames, then native frames and
+// markers, then kernel), or nullopt if they are.
 std::optional<std::string> FrameOrderProblem(const CollapsedLine& line);
 
 // The indices of frames matching `matchers` in order (each after the

@@ -1,0 +1,139 @@
+// FrameSpelling: see FrameSpelling.h.
+#include "FrameSpelling.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "PyPerfBpfShared.h"
+#include "utf8.h"
+
+namespace pyperf {
+namespace {
+
+// The NAME of "[Sample Error <NAME>]".
+std::string_view SampleErrorName(uint8_t error) {
+  switch (error) {
+    case PYPERF_ERROR_NO_OFFSETS:
+      return "NO_OFFSETS";
+    case PYPERF_ERROR_NO_INTERPRETER:
+      return "NO_INTERPRETER";
+    case PYPERF_ERROR_THREAD_STATE:
+      return "THREAD_STATE";
+    case PYPERF_ERROR_TAIL_CALL:
+      return "TAIL_CALL";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+void EscapeFrom(size_t start, std::string* out) {
+  for (size_t i = start; i < out->size(); ++i) {
+    char c = (*out)[i];
+    if (c == kFrameSeparator || c == '\n' || c == '\r') (*out)[i] = '_';
+  }
+}
+
+// A marker with a variable part: open, `body` (escaped), "]", the suffix.
+void AppendBracketedMarker(std::string_view open, std::string_view body, std::string* out) {
+  out->append(open);
+  AppendFrameText(body, out);
+  out->append(kMarkerClose).append(kMarkerSuffix);
+}
+
+}  // namespace
+
+std::string_view FrameSuffix(FrameKind kind) {
+  switch (kind) {
+    case FrameKind::kPython:
+      return kPythonSuffix;
+    case FrameKind::kNative:
+      return kNativeSuffix;
+    case FrameKind::kKernel:
+      return kKernelSuffix;
+    case FrameKind::kMarker:
+      break;
+  }
+  return kMarkerSuffix;
+}
+
+void AppendFrameText(std::string_view text, std::string* out) {
+  size_t start = out->size();
+  out->append(text.data(), text.size());
+  EscapeFrom(start, out);
+}
+
+std::string SpellFrame(FrameKind kind, std::string_view text) {
+  std::string_view suffix = FrameSuffix(kind);
+  std::string out;
+  out.reserve(text.size() + suffix.size());
+  AppendFrameText(text, &out);
+  out.append(suffix.data(), suffix.size());
+  return out;
+}
+
+std::string SampleErrorFrame(uint8_t error) {
+  std::string out;
+  AppendBracketedMarker(kSampleErrorOpen, SampleErrorName(error), &out);
+  return out;
+}
+
+std::string NativeStackErrorFrame(std::string_view what_failed) {
+  std::string out;
+  AppendBracketedMarker(kNativeStackErrorOpen, what_failed, &out);
+  return out;
+}
+
+void StackText::Start(const char* comm, size_t comm_size, uint32_t pid, uint32_t tid) {
+  text_.clear();
+  // The thread's comm: bytes the process chose (prctl, /proc/self/comm).
+  std::string_view bytes(comm, strnlen(comm, comm_size));
+  if (IsPrintableUtf8(bytes)) {
+    AppendFrameText(bytes, &text_);
+  } else {
+    size_t start = text_.size();
+    AppendSanitizedUtf8(bytes, &text_);
+    EscapeFrom(start, &text_);
+  }
+  char ids[32];  // no allocation per sample
+  int n = snprintf(ids, sizeof(ids), "-%u/%u", pid, tid);
+  text_.append(ids, static_cast<size_t>(n));
+}
+
+void StackText::Add(FrameKind kind, std::string_view text) {
+  text_.push_back(kFrameSeparator);
+  AppendFrameText(text, &text_);
+  std::string_view suffix = FrameSuffix(kind);
+  text_.append(suffix.data(), suffix.size());
+}
+
+void StackText::AddSpelled(std::string_view frame) {
+  text_.push_back(kFrameSeparator);
+  text_.append(frame.data(), frame.size());
+}
+
+void StackText::AddSampleError(uint8_t error) {
+  text_.push_back(kFrameSeparator);
+  AppendBracketedMarker(kSampleErrorOpen, SampleErrorName(error), &text_);
+}
+
+void StackText::AddKernelAddress(uint64_t address) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
+  Add(FrameKind::kKernel, buf);
+}
+
+void StackText::AddNativeFrames(const std::vector<NativeFrame>& leaf_first,
+                                const NativeUnwindResult& result) {
+  if (result.truncated) AddMarker(kTruncatedNativeStack);
+  // Names are UTF-8 already (the unwinder sanitizes them once, when cached).
+  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) {
+    if (it->error) {
+      text_.push_back(kFrameSeparator);
+      AppendBracketedMarker(kNativeStackErrorOpen, it->name, &text_);
+    } else {
+      Add(FrameKind::kNative, it->name);
+    }
+  }
+}
+
+}  // namespace pyperf
