@@ -46,6 +46,9 @@ inline constexpr std::string_view kLostKernelStack = "[Lost Kernel Stack]";
 // Native unwinding stopped at its frame limit before the interpreter's eval
 // loop: the native frames nearer the root are missing.
 inline constexpr std::string_view kTruncatedNativeStack = "[Truncated Native Stack]";
+// The process exec'd since PyPerf read its offsets (its mm changed): its
+// Python frames are not shown, and PyPerf inspects it again.
+inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";
 // "[Sample Error <NAME>]": the BPF program could not walk the Python stack.
 inline constexpr std::string_view kSampleErrorOpen = "[Sample Error ";
 // "[Native Stack Error: <what failed>]": native unwinding failed; the frames

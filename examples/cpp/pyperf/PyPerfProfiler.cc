@@ -25,6 +25,9 @@ std::atomic<bool> g_stop_requested{false};
 
 // The sampling round: the perf rings are read at least this often (more
 // often when a ring fills its batch first), and the caches age once per round.
+// After SIGTERM, how long queued events are still symbolized (the rest are
+// counted as lost): the final dump comes within about this of the signal.
+constexpr auto kStopGrace = std::chrono::milliseconds(1000);
 constexpr int kRoundMs = 100;
 // -v 3 logs the native unwinder's counters at most this often. A line per
 // round (ten a second) would be ~17 KB/s, while
@@ -195,6 +198,13 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
              ", " + info.module.path + ", offsets: " + resolved->source + ")");
 }
 
+void PyPerfProfiler::ForgetProcess(pid_t pid) {
+  bpf_->RemoveProcess(pid);
+  python_->ForgetProcess(pid);
+  if (native_) native_->ForgetProcess(pid);
+  tracked_.erase(pid);
+}
+
 void PyPerfProfiler::UpdateProcesses() {
   std::vector<pid_t> pids;
   if (!options_.pids.empty()) {
@@ -226,10 +236,7 @@ void PyPerfProfiler::UpdateProcesses() {
     if (it != tracked_.end()) {
       if (it->second.start_time == *start) continue;
       // The pid now names another process: forget everything about the old one.
-      bpf_->RemoveProcess(pid);
-      python_->ForgetProcess(pid);
-      if (native_) native_->ForgetProcess(pid);
-      tracked_.erase(it);
+      ForgetProcess(pid);
     }
     // exec keeps the pid and start time: a rejection holds for one executable.
     auto rejected = rejected_.find({pid, *start});
@@ -250,11 +257,10 @@ void PyPerfProfiler::UpdateProcesses() {
       ++it;
       continue;
     }
-    bpf_->RemoveProcess(it->first);
-    python_->ForgetProcess(it->first);
-    if (native_) native_->ForgetProcess(it->first);
-    Log(1, "pid " + std::to_string(it->first) + " exited");
-    it = tracked_.erase(it);
+    pid_t pid = it->first;
+    ++it;
+    ForgetProcess(pid);
+    Log(1, "pid " + std::to_string(pid) + " exited");
   }
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
@@ -316,11 +322,46 @@ void PyPerfProfiler::LogNativeRound() {
   Log(3, buf);
 }
 
+bool PyPerfProfiler::StopGraceOver() {
+  auto now = std::chrono::steady_clock::now();
+  if (!stop_seen_) {
+    stop_seen_ = true;
+    stop_grace_end_ = now + kStopGrace;
+  }
+  return now >= stop_grace_end_;
+}
+
 void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
+  // After SIGTERM, the events still queued are symbolized for kStopGrace at
+  // most and the rest count as lost: PyPerf exits with its final dump in
+  // time however far behind an overload left it.
+  if (g_stop_requested && StopGraceOver()) {
+    ++counters_.lost;
+    return;
+  }
   auto it = tracked_.find(static_cast<pid_t>(event.pid));
   if (it == tracked_.end()) return;  // dropped since the event was sent
   StackText& s = scratch_;
   s.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
+  TrackedProcess& tracked = it->second;
+  if (event.mm != tracked.mm && event.mm != 0) {
+    if (tracked.mm == 0) {
+      tracked.mm = event.mm;  // the image PyPerf inspected: bound at its first sample
+    } else {
+      // An exec since PyPerf read the process's offsets: the Python frames
+      // were walked with another program's layout. Not one is printed; the
+      // process is inspected again at the end of the round.
+      ForgetProcess(static_cast<pid_t>(event.pid));  // native state too: read anew
+      rescan_soon_ = true;
+      ++counters_.replaced;
+      s.AddMarker(kProcessReplaced);
+      AppendNativeFrames(event, size, &s);
+      AppendKernelFrames(event.kernel_stack_id, &s);
+      output_->Add(s.text());
+      ++counters_.samples;
+      return;
+    }
+  }
   if (event.truncated) {
     s.AddMarker(kTruncatedPythonStack);
     ++counters_.truncated;
@@ -345,13 +386,15 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
            "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "no thread state: %llu, log lines dropped: %llu, processes: %zu, output: %s",
+           "no thread state: %llu, replaced processes: %llu, log lines dropped: %llu, "
+           "processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
            (unsigned long long)counters_.no_thread_state,
+           (unsigned long long)counters_.replaced,
            (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
@@ -418,6 +461,10 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     // A sampling round is kRoundMs of sampling, however many wake-ups it took.
     if (Clock::now() >= next_round) {
       next_round = Clock::now() + std::chrono::milliseconds(kRoundMs);
+      if (rescan_soon_) {  // a process exec'd: look at it again now
+        rescan_soon_ = false;
+        UpdateProcesses();
+      }
       python_->EndRound();
       if (native_) {
         native_->cache_eviction();  // exactly once per sampling round

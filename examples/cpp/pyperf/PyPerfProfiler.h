@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,9 @@ struct IntervalCounters {
   // thread, or one not yet or no longer known to the interpreter): they carry
   // no Python frames, and this says so.
   uint64_t no_thread_state = 0;
+  // Samples of a process that exec'd since PyPerf read its offsets: printed
+  // with "[Process Replaced]_[pe]" and no Python frames.
+  uint64_t replaced = 0;
 };
 
 class PyPerfProfiler {
@@ -68,6 +72,10 @@ class PyPerfProfiler {
   explicit PyPerfProfiler(const Options& options);
   Status Init();
   void UpdateProcesses();
+  // Stops profiling pid: BPF, Python and native state.
+  void ForgetProcess(pid_t pid);
+  // True once kStopGrace has passed since OnEvent first saw the stop request.
+  bool StopGraceOver();
   void TrackProcess(const PythonProcessInfo& info);
   void OnEvent(const pyperf_event& event, size_t size);
   void AppendKernelFrames(int32_t stack_id, StackText* stack);
@@ -103,6 +111,11 @@ class PyPerfProfiler {
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;
+  // A process exec'd: rescan at the end of the round, not in the event loop.
+  bool rescan_soon_ = false;
+  // SIGTERM seen by OnEvent, and until when queued events are still printed.
+  bool stop_seen_ = false;
+  std::chrono::steady_clock::time_point stop_grace_end_;
   StackText scratch_;  // reused: no allocation per sample
 };
 
