@@ -21,6 +21,7 @@
 #include "elf_symbolizer.h"
 #include "proc_maps.h"
 #include "process_memory.h"
+#include "read_file.h"
 #include "unique_fd.h"
 
 // Exported by libunwind-x86_64 (1.6.2) but not declared in its public headers:
@@ -59,23 +60,6 @@ struct ProcIdentity {
   }
   bool operator!=(const ProcIdentity& o) const { return !(*this == o); }
 };
-
-// Reads a whole (proc) file into *out, reusing its capacity. Returns errno or 0.
-int ReadWholeFile(const char* path, std::string* out) {
-  out->clear();
-  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd) return errno;
-  char buf[16384];
-  while (true) {
-    ssize_t n = read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return 0;
-    out->append(buf, static_cast<size_t>(n));
-  }
-}
 
 int ReadProcIdentity(pid_t pid, ProcIdentity* id) {
   char path[64];
@@ -357,7 +341,7 @@ class NativeUnwinder::Impl {
     } else {
       char path[64];
       snprintf(path, sizeof(path), "/proc/%d/maps", static_cast<int>(p->pid));
-      int err = ReadWholeFile(path, &maps_buffer_);
+      int err = ReadFileInto(path, &maps_buffer_);
       if (err != 0) return Status::Error(strerror(err));
       if (maps_buffer_.empty()) return Status::Error("no mappings (process exited)");
       ParseExecMappings(maps_buffer_, &p->maps, &p->paths);

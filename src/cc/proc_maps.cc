@@ -2,7 +2,6 @@
 #include "proc_maps.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +9,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "unique_fd.h"
+#include "read_file.h"
 
 namespace pyperf {
 namespace {
@@ -21,27 +20,13 @@ std::string ProcPath(pid_t pid, const char* entry) {
   return "/proc/" + std::to_string(pid) + "/" + entry;
 }
 
-// Reads a whole /proc file (their size is reported as 0, so read until EOF).
+// Reads a whole /proc file, saying when the process seems to have exited.
 Result<std::string> ReadProcFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return Status::Error("cannot open " + path + ": " + std::strerror(errno) +
-                         (errno == ENOENT ? " (the process has exited?)" : ""));
-  }
   std::string text;
-  size_t used = 0;
-  text.resize(16384);
-  while (true) {
-    if (used == text.size()) text.resize(text.size() * 2);
-    ssize_t n = ::read(fd.get(), &text[used], text.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Error("cannot read " + path + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
+  if (int err = ReadFileInto(path.c_str(), &text); err != 0) {
+    return Status::Error(FileReadError(path, err) +
+                         (err == ENOENT ? " (the process has exited?)" : ""));
   }
-  text.resize(used);
   return text;
 }
 
