@@ -49,64 +49,17 @@ struct ExecMapping {
   Kind kind = kFile;
 };
 
-// What /proc/PID/stat says about a process's identity: its start time (pid
-// reuse) and where exec placed its code, stack and heap (an exec changes these,
-// ASLR or not, unless the very same layout is recreated).
-struct ProcIdentity {
-  uint64_t start_time = 0;
-  std::array<uint64_t, 5> layout{};
-  bool operator==(const ProcIdentity& o) const {
-    return start_time == o.start_time && layout == o.layout;
-  }
-  bool operator!=(const ProcIdentity& o) const { return !(*this == o); }
-};
-
-int ReadProcIdentity(pid_t pid, ProcIdentity* id) {
+// Reads a process's identity into *id, using *buffer for the file's text
+// (reused, so the per-round checks allocate nothing). Returns errno or 0.
+int ReadProcIdentity(pid_t pid, std::string* buffer, ProcessIdentity* id) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd) return errno;
-  char buf[4096];
-  ssize_t n = read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return n < 0 ? errno : ESRCH;
-  buf[n] = '\0';
-  // The command name may hold spaces and parentheses: fields start after the last ')'.
-  char* p = strrchr(buf, ')');
-  if (!p) return EINVAL;
-  ++p;
-  int field = 2;  // the ')' ends field 2
-  *id = ProcIdentity();
-  while (*p) {
-    while (*p == ' ') ++p;
-    if (!*p) break;
-    ++field;
-    char* end = p;
-    uint64_t v = strtoull(p, &end, 10);
-    switch (field) {
-      case 22:
-        id->start_time = v;
-        break;
-      case 26:
-        id->layout[0] = v;
-        break;  // startcode
-      case 27:
-        id->layout[1] = v;
-        break;  // endcode
-      case 28:
-        id->layout[2] = v;
-        break;  // startstack
-      case 45:
-        id->layout[3] = v;
-        break;  // start_data
-      case 47:
-        id->layout[4] = v;
-        break;  // start_brk
-      default:
-        break;
-    }
-    while (*p && *p != ' ') ++p;
-  }
-  return field >= 22 ? 0 : EINVAL;
+  if (int err = ReadFileInto(path, buffer); err != 0) return err;
+  if (buffer->empty()) return ESRCH;
+  auto parsed = ParseProcessIdentity(*buffer);
+  if (!parsed.ok()) return EINVAL;
+  *id = *parsed;
+  return 0;
 }
 
 // Keeps the executable mappings of a /proc/PID/maps text, sorted by address.
@@ -172,7 +125,7 @@ struct ProcessState {
   pid_t pid = 0;
   bool recorded = false;
   std::string root;  // "/proc/PID/root", or a recorded snapshot's root ("" = host)
-  ProcIdentity identity;
+  ProcessIdentity identity;
   uint64_t process_key = 0;
   std::vector<ExecMapping> maps;
   std::vector<std::string> paths;
@@ -360,7 +313,7 @@ class NativeUnwinder::Impl {
       p->root = rec->second.root;
     } else {
       p->root = "/proc/" + std::to_string(pid) + "/root";
-      int err = ReadProcIdentity(pid, &p->identity);
+      int err = ReadProcIdentity(pid, &proc_buffer_, &p->identity);
       if (err != 0) return Status::Error(strerror(err));
     }
     Status s = LoadMappings(p.get());
@@ -442,8 +395,8 @@ class NativeUnwinder::Impl {
   // noticing a pid reuse or an exec on the way.
   Refresh RefreshProcess(ProcessState* p) {
     ++p->refreshes_this_round;
-    ProcIdentity now;
-    if (ReadProcIdentity(p->pid, &now) != 0) return Refresh::kGone;
+    ProcessIdentity now;
+    if (ReadProcIdentity(p->pid, &proc_buffer_, &now) != 0) return Refresh::kGone;
     if (now != p->identity) return Refresh::kReplaced;
     if (!LoadMappings(p).ok()) return Refresh::kGone;
     VerifyModules(*p);
@@ -666,6 +619,7 @@ class NativeUnwinder::Impl {
   std::unordered_map<pid_t, std::unique_ptr<ProcessState>> processes_;
   std::unordered_map<pid_t, Recorded> recorded_;
   std::string maps_buffer_;
+  std::string proc_buffer_;  // /proc/PID/stat text
   std::vector<std::string> spare_names_;
   std::string scratch_;
   CachedName unknown_name_{std::string(kUnknownFrame), 0, false, false};
@@ -854,8 +808,8 @@ void NativeUnwinder::Impl::CacheEviction() {
     bool drop = p.last_used_round + options_.process_max_age_rounds <= round_;
     if (!drop && !p.recorded) {
       // Exited, or the pid now names another process or program image.
-      ProcIdentity now;
-      drop = ReadProcIdentity(p.pid, &now) != 0 || now != p.identity;
+      ProcessIdentity now;
+      drop = ReadProcIdentity(p.pid, &proc_buffer_, &now) != 0 || now != p.identity;
     }
     if (drop) {
       it = processes_.erase(it);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 
 #include "read_file.h"
 
@@ -138,28 +139,49 @@ std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {
   return mapping.deleted ? MapFilesPathForMapping(pid, mapping) : RootPathForMapping(pid, mapping);
 }
 
-Result<uint64_t> ReadProcessStartTime(pid_t pid) {
+Result<ProcessIdentity> ParseProcessIdentity(std::string_view text) {
+  // comm (field 2) may hold spaces and parentheses: fields resume after the
+  // last ')', one space apart.
+  size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return Status::Error("no ')' after the command name");
+  std::string_view rest = text.substr(close + 1);
+  ProcessIdentity id;
+  // The fields kept, in order, and where they go.
+  const std::pair<int, uint64_t*> wanted[] = {{22, &id.start_time}, {26, &id.layout[0]},
+                                              {27, &id.layout[1]},  {28, &id.layout[2]},
+                                              {45, &id.layout[3]},  {47, &id.layout[4]}};
+  size_t next = 0;
+  for (int field = 3; next < std::size(wanted); ++field) {
+    size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos || rest[start] == '\n') break;
+    rest.remove_prefix(start);
+    std::string_view word = rest.substr(0, rest.find_first_of(" \n"));
+    rest.remove_prefix(word.size());
+    if (field != wanted[next].first) continue;
+    auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), *wanted[next].second);
+    if (ec != std::errc() || ptr != word.data() + word.size()) {
+      return Status::Error("field " + std::to_string(field) + " is not a number: '" +
+                           std::string(word) + "'");
+    }
+    ++next;
+  }
+  if (next == 0) return Status::Error("too short: no start time (field 22)");
+  return id;
+}
+
+Result<ProcessIdentity> ReadProcessIdentity(pid_t pid) {
   std::string path = ProcPath(pid, "stat");
   auto text = ReadProcFile(path);
   if (!text.ok()) return text.status();
-  // comm (field 2) may hold spaces and parentheses: fields resume after the
-  // last ')'. starttime is field 22, i.e. the 20th field after comm.
-  size_t close = text->rfind(')');
-  if (close == std::string::npos) return Status::Error("malformed " + path);
-  std::string_view rest(*text);
-  rest.remove_prefix(close + 1);
-  for (int field = 3; field < 22; ++field) {
-    size_t sp = rest.find(' ', 1);
-    if (sp == std::string_view::npos) return Status::Error("malformed " + path + ": too short");
-    rest.remove_prefix(sp);
-  }
-  rest.remove_prefix(rest.find_first_not_of(' '));
-  uint64_t start_time = 0;
-  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), start_time, 10);
-  if (ec != std::errc() || ptr == rest.data()) {
-    return Status::Error("malformed " + path + ": no start time");
-  }
-  return start_time;
+  auto id = ParseProcessIdentity(*text);
+  if (!id.ok()) return Status::Error("malformed " + path + ": " + id.error());
+  return id;
+}
+
+Result<uint64_t> ReadProcessStartTime(pid_t pid) {
+  auto id = ReadProcessIdentity(pid);
+  if (!id.ok()) return id.status();
+  return id->start_time;
 }
 
 Result<std::string> ReadProcessExePath(pid_t pid) {
