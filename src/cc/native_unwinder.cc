@@ -18,8 +18,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "elf_symbolizer.h"
+#include "native_frame_name.h"
+#include "native_module.h"
+#include "native_module_cache.h"
 #include "proc_maps.h"
+#include "proc_name_cache.h"
 #include "process_memory.h"
 #include "read_file.h"
 #include "unique_fd.h"
@@ -516,7 +519,7 @@ class NativeUnwinder::Impl {
     std::optional<uint64_t> vaddr = module->FileOffsetToVaddr(ip - m.start + m.pgoff);
     if (!vaddr) return -UNW_ENOINFO;
     const UnwindTableLocation& table = module->unwind_table();
-    const NativeModuleSegment* text = module->SegmentForVaddr(*vaddr);
+    const ElfLoadSegment* text = module->image().SegmentForVaddr(*vaddr);
     if (!table.usable || !text) return -UNW_ENOINFO;
     uint64_t bias = ip - *vaddr;
     call->Serve(module, bias);
@@ -552,7 +555,7 @@ class NativeUnwinder::Impl {
       // Live processes: only read-only segments equal the file. Recorded
       // ones have nothing better than the file for the rest either.
       if (const uint8_t* p =
-              served.module->ImageBytes(addr - served.bias, sizeof(*val), recorded)) {
+              served.module->image().BytesAtVaddr(addr - served.bias, sizeof(*val), recorded)) {
         memcpy(val, p, sizeof(*val));
         return 0;
       }

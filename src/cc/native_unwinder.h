@@ -18,7 +18,7 @@
 //
 // Names never lie: a symbol is printed only for an address inside it, else
 // `module+0xADDR` with ADDR in the ELF file's own terms (see
-// elf_symbolizer.h). Names are cached by (file identity, offset), shared by
+// native_frame_name.h). Names are cached by (file identity, offset), shared by
 // all processes (proc_name_cache.h). Unwinding stops after the first frame
 // whose symbol is in the caller's stop set (that frame is included), after
 // max_depth frames, or at the outermost frame.
@@ -49,7 +49,8 @@
 #include <string>
 #include <vector>
 
-#include "proc_name_cache.h"
+#include "bounded_lru_cache.h"
+#include "native_module_cache.h"
 #include "status.h"
 
 namespace pyperf {

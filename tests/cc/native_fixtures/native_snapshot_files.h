@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "elf_symbolizer.h"
+#include "native_module.h"
 #include "native_unwinder.h"
 #include "status.h"
 
