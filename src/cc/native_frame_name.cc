@@ -24,23 +24,15 @@ std::string DemangleSymbol(std::string_view name) {
   return std::string(demangled.get());
 }
 
-std::string_view ModuleBasename(std::string_view path) {
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
-    path.remove_suffix(kDeleted.size());
-  }
+namespace {
+
+// Paths come from proc_maps without the kernel's " (deleted)": a deleted
+// file's frames are named after the file.
+std::string_view Basename(std::string_view path) {
   size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-namespace {
-std::string_view WithoutDeleted(std::string_view path) {
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
-    path.remove_suffix(kDeleted.size());
-  }
-  return path;
-}
 }  // namespace
 
 bool FormatNativeFrameName(const NativeModule* module, std::string_view module_path, uint64_t vaddr,
@@ -51,7 +43,7 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
       *out = DemangleSymbol(module->SymbolName(*sym));
       if (insert_dso_name) {
         out->append(" (");
-        out->append(WithoutDeleted(module_path));
+        out->append(module_path);
         out->push_back(')');
       }
       // Symbol tables and paths are bytes: what is printed is UTF-8.
@@ -59,7 +51,7 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
       return true;
     }
   }
-  out->append(insert_dso_name ? WithoutDeleted(module_path) : ModuleBasename(module_path));
+  out->append(insert_dso_name ? module_path : Basename(module_path));
   char hex[24];
   snprintf(hex, sizeof(hex), "+0x%" PRIx64, vaddr);
   out->append(hex);
@@ -70,7 +62,7 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
 void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_dso_name,
                                      std::string* out) {
   out->assign("[unknown] (");
-  out->append(insert_dso_name ? WithoutDeleted(module_path) : ModuleBasename(module_path));
+  out->append(insert_dso_name ? module_path : Basename(module_path));
   out->push_back(')');
   SanitizeUtf8InPlace(out);
 }

@@ -16,7 +16,8 @@ class NativeModule;
 std::string DemangleSymbol(std::string_view name);
 
 // The frame name printed for an address: the (demangled) symbol if the address
-// is inside one, else `<basename of module_path>+0x<vaddr>`. With
+// is inside one, else `<basename of module_path>+0x<vaddr>`. `module_path` is
+// the mapped path as MemoryMapping::path holds it (without " (deleted)"). With
 // insert_dso_name the module's full path is used: `sym (/full/path)` and
 // `/full/path+0x<vaddr>`. `vaddr` is the ELF virtual address (load bias
 // removed). The name is strict UTF-8 (utf8.h): symbol and path bytes that are
@@ -26,7 +27,5 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
 // Same, for a module that could not be read: `[unknown] (basename)`.
 void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_dso_name,
                                      std::string* out);
-// The basename of a mapped path, without a trailing " (deleted)".
-std::string_view ModuleBasename(std::string_view path);
 
 }  // namespace pyperf

@@ -66,7 +66,6 @@ int ReadProcIdentity(pid_t pid, std::string* buffer, ProcessIdentity* id) {
 }
 
 // Keeps the executable mappings of a /proc/PID/maps text, sorted by address.
-// A path keeps the kernel's " (deleted)" suffix: opening the file looks at it.
 void ParseExecMappings(std::string_view text, std::vector<ExecMapping>* maps,
                        std::vector<std::string>* paths) {
   maps->clear();
@@ -89,8 +88,7 @@ void ParseExecMappings(std::string_view text, std::vector<ExecMapping>* maps,
       m.file = FileId{static_cast<uint64_t>(makedev(mapping.dev_major, mapping.dev_minor)),
                       mapping.inode};
     }
-    std::string path = mapping.deleted ? mapping.path + " (deleted)" : mapping.path;
-    if (paths->empty() || paths->back() != path) paths->push_back(std::move(path));
+    if (paths->empty() || paths->back() != mapping.path) paths->push_back(mapping.path);
     m.path = static_cast<uint32_t>(paths->size() - 1);
     maps->push_back(m);
   }
@@ -420,12 +418,7 @@ class NativeUnwinder::Impl {
                                                    bool load_symbols) {
     NativeModuleLoadOptions opts;
     opts.root = p.root;
-    std::string_view path = p.paths[m.path];
-    constexpr std::string_view kDeleted = " (deleted)";
-    if (path.size() > kDeleted.size() && path.substr(path.size() - kDeleted.size()) == kDeleted) {
-      path.remove_suffix(kDeleted.size());
-    }
-    opts.path_in_root = std::string(path);
+    opts.path_in_root = p.paths[m.path];
     opts.load_symbols = load_symbols;
     if (m.kind == ExecMapping::kVdso) {
       auto image = OwnVdsoImage();

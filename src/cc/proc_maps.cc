@@ -15,7 +15,17 @@
 namespace pyperf {
 namespace {
 
-constexpr std::string_view kDeletedSuffix = " (deleted)";
+// The kernel's mark on a path whose file was unlinked after it was mapped (in
+// maps) or exec'd (the exe link): removed here, once, and kept as a flag.
+bool RemoveDeletedSuffix(std::string_view* path) {
+  constexpr std::string_view kDeletedSuffix = " (deleted)";
+  if (path->size() <= kDeletedSuffix.size() ||
+      path->substr(path->size() - kDeletedSuffix.size()) != kDeletedSuffix) {
+    return false;
+  }
+  path->remove_suffix(kDeletedSuffix.size());
+  return true;
+}
 
 std::string ProcPath(pid_t pid, const char* entry) {
   return "/proc/" + std::to_string(pid) + "/" + entry;
@@ -81,12 +91,8 @@ bool ParseLine(std::string_view line, MemoryMapping* m) {
   }
   // The path may contain spaces; it is the rest of the line.
   std::string_view path = r.Tail();
-  m->deleted = false;
-  if (path.size() > kDeletedSuffix.size() &&
-      path.substr(path.size() - kDeletedSuffix.size()) == kDeletedSuffix && m->inode != 0) {
-    m->deleted = true;
-    path.remove_suffix(kDeletedSuffix.size());
-  }
+  // Only a file mapping can have been deleted; other names stay as shown.
+  m->deleted = m->inode != 0 && RemoveDeletedSuffix(&path);
   m->path.assign(path);
   return m->end >= m->start;
 }
@@ -192,11 +198,9 @@ Result<std::string> ReadProcessExePath(pid_t pid) {
     return Status::Error("cannot read link " + path + ": " + std::strerror(errno) +
                          (errno == ENOENT ? " (kernel thread or exited process?)" : ""));
   }
-  target.resize(static_cast<size_t>(n));
-  if (target.size() > kDeletedSuffix.size() &&
-      std::string_view(target).substr(target.size() - kDeletedSuffix.size()) == kDeletedSuffix) {
-    target.resize(target.size() - kDeletedSuffix.size());
-  }
+  std::string_view exe(target.data(), static_cast<size_t>(n));
+  RemoveDeletedSuffix(&exe);
+  target.resize(exe.size());
   return target;
 }
 

@@ -13,6 +13,7 @@
 #include "native_fixtures/native_test_helpers.h"
 #include "native_frame_name.h"
 #include "native_module.h"
+#include "proc_maps.h"
 #include "support/test_support.h"
 
 namespace pyperf {
@@ -198,7 +199,12 @@ TEST(NativeFrameNameTest, FormatsModulePlusAddressOrFullPath) {
   EXPECT_EQ(name, "libz.so.1.2.13+0x5148");
   FormatNativeFrameName(nullptr, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13", 0x5148, true, &name);
   EXPECT_EQ(name, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13+0x5148");
-  FormatNativeFrameName(nullptr, "/tmp/libgone.so (deleted)", 0x10, false, &name);
+  // A deleted file's " (deleted)" is taken off its path where maps are
+  // parsed: its frames are named after the file.
+  auto gone =
+      ParseProcMaps("7f0000002000-7f0000003000 r-xp 00002000 08:01 77 /tmp/libgone.so (deleted)\n");
+  ASSERT_TRUE(gone.ok()) << gone.error();
+  FormatNativeFrameName(nullptr, (*gone)[0].path, 0x10, false, &name);
   EXPECT_EQ(name, "libgone.so+0x10");
   FormatUnreadableModuleFrameName("/opt/x/libq.so", false, &name);
   EXPECT_EQ(name, "[unknown] (libq.so)");
