@@ -2,6 +2,7 @@
 #include "proc_maps.h"
 
 #include <dirent.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,6 +107,10 @@ std::string Hex(uint64_t v) {
 
 }  // namespace
 
+FileId MemoryMapping::file_id() const {
+  return FileId{static_cast<uint64_t>(makedev(dev_major, dev_minor)), inode};
+}
+
 Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text) {
   std::vector<MemoryMapping> mappings;
   mappings.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
@@ -137,8 +142,12 @@ std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping) {
 }
 
 std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping) {
+  return MapFilesPath(pid, mapping.start, mapping.end);
+}
+
+std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end) {
   // The kernel names these entries "%lx-%lx": lower-case hex, no padding.
-  return ProcPath(pid, "map_files/") + Hex(mapping.start) + "-" + Hex(mapping.end);
+  return ProcPath(pid, "map_files/") + Hex(start) + "-" + Hex(end);
 }
 
 std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {

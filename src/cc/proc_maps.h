@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "file_id.h"
 #include "status.h"
 
 namespace pyperf {
@@ -37,6 +38,8 @@ struct MemoryMapping {
   bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
   // Backed by a file (a path starting with '/' and a non-zero inode).
   bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+  // The file's identity, the key of the caches shared by the processes mapping it.
+  FileId file_id() const;
   // Same file as `other` (device and inode), whatever the path says.
   bool same_file(const MemoryMapping& other) const {
     return inode == other.inode && dev_major == other.dev_major && dev_minor == other.dev_minor;
@@ -57,6 +60,7 @@ std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping);
 // "/proc/PID/map_files/START-END": opens the very file that is mapped, even
 // when it was deleted or replaced (needs CAP_SYS_ADMIN).
 std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping);
+std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end);
 // The path to open a mapped file from the host: the map_files path for a
 // deleted file, the /proc/PID/root path otherwise.
 std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping);
