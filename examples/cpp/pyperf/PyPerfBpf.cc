@@ -111,7 +111,9 @@ Result<std::vector<pyperf_offset_check_result>> PyPerfBpf::SampleOffsetCheck(
       results.get_value(0, first);
       if (first.user_samples >= sampling.min_user_samples || Clock::now() >= deadline) break;
     }
-    DisablePerfEvent(*perf);
+    // Closing the event just below stops it too: a failed disable only lets
+    // it run until then, and the results are read after that.
+    (void)DisablePerfEvent(*perf);
   }
   if (perf.ok()) perf->reset();
   bpf_->unload_func(kCheckProgram);
