@@ -203,10 +203,6 @@ std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
   return symbol;
 }
 
-size_t PyPerfBpf::CountSymbols() {
-  return bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_table_offline().size();
-}
-
 std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {
   if (stack_id < 0) return {};
   auto table = bpf_->get_stack_table("kernel_stacks");
