@@ -385,7 +385,6 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   AppendKernelFrames(event.kernel_stack_id, &s);
   if (!s.empty() && s.back() == ';') s.pop_back();
   output_->Add(s);
-  ++counters_.samples;
 }
 
 Status PyPerfProfiler::Dump(bool final_dump) {
