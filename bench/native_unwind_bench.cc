@@ -18,7 +18,7 @@
 
 namespace {
 
-std::string g_snapshot_dir = std::string(PYPERF_NATIVE_FIXTURE_DIR) + "/snapshots";
+std::string g_snapshot_dir = pyperf_fixture::SnapshotDir();
 
 void UnwindSnapshot(benchmark::State& state, const std::string& name, bool cached) {
   pyperf::NativeUnwinderOptions options;
@@ -27,8 +27,9 @@ void UnwindSnapshot(benchmark::State& state, const std::string& name, bool cache
   pyperf::NativeUnwinder unwinder(options);
   auto snapshot = pyperf_fixture::LoadRecorded(g_snapshot_dir + "/" + name, &unwinder);
   if (!snapshot.ok()) {
-    state.SkipWithError(("no recorded snapshot: " + snapshot.error() +
-                         " (build the native_snapshots target)").c_str());
+    state.SkipWithError(
+        ("no recorded snapshot: " + snapshot.error() + " (build the native_snapshots target)")
+            .c_str());
     return;
   }
   pyperf::NativeSnapshot view = snapshot->View();

@@ -1,8 +1,8 @@
-// ElfFile: read-only access to one ELF file through libelf. It owns the file
-// descriptor and the Elf handle; it answers the questions a profiler asks of a
-// mapped binary: symbols by name, the ELF type and PT_LOAD segments (to work
-// out a mapping's load bias), initialised bytes at a virtual address, the GNU
-// build-id, and strings in the read-only data (for embedded version strings).
+// ElfFile: read-only access to one ELF file by path, on its mapped ElfImage. It
+// answers the questions a profiler asks of a mapped binary: symbols by name,
+// the ELF type and PT_LOAD segments (to work out a mapping's load bias),
+// initialised bytes at a virtual address, the GNU build-id, and strings in the
+// read-only data (for embedded version strings).
 #pragma once
 
 #include <sys/types.h>
@@ -15,10 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "elf_image.h"
 #include "status.h"
-#include "unique_fd.h"
-
-struct Elf;  // libelf's handle; <libelf.h> stays out of this header.
 
 namespace pyperf {
 
@@ -30,27 +28,11 @@ struct ElfSymbol {
   bool dynamic = false;  // found in .dynsym (else .symtab)
 };
 
-struct ElfLoadSegment {
-  uint64_t vaddr = 0;
-  uint64_t offset = 0;  // in the file
-  uint64_t filesz = 0;
-  uint64_t memsz = 0;
-  uint64_t align = 0;
-  uint32_t flags = 0;  // PF_R | PF_W | PF_X
-};
-
 // A NUL-terminated string found in read-only data, and where it lives.
 struct ElfString {
   std::string_view text;  // valid while the ElfFile lives
   uint64_t vaddr = 0;
 };
-
-// The load bias of a mapping that maps file offset `mapping_offset` at
-// `mapping_start`, given the file's PT_LOAD segments: nullopt if that offset
-// starts no segment's page. A free function so callers that cached the
-// segments need not keep the file open.
-std::optional<uint64_t> ComputeLoadBias(const std::vector<ElfLoadSegment>& segments,
-                                        uint64_t mapping_start, uint64_t mapping_offset);
 
 class ElfFile {
  public:
@@ -58,20 +40,14 @@ class ElfFile {
   // Errors name the path and say whether it is missing, unreadable or not ELF.
   static Result<ElfFile> Open(const std::string& path);
 
-  ElfFile(ElfFile&& other) noexcept;
-  ElfFile& operator=(ElfFile&& other) noexcept;
-  ElfFile(const ElfFile&) = delete;
-  ElfFile& operator=(const ElfFile&) = delete;
-  ~ElfFile();
-
   const std::string& path() const { return path_; }
-  int fd() const { return fd_.get(); }
+  const ElfImage& image() const { return image_; }
 
   // e_type: ET_EXEC (fixed addresses), ET_DYN (shared object or PIE), ...
-  uint16_t type() const { return type_; }
-  bool is_64bit() const { return is_64bit_; }
-  bool is_little_endian() const { return little_endian_; }
-  const std::vector<ElfLoadSegment>& load_segments() const { return load_segments_; }
+  uint16_t type() const { return image_.type(); }
+  bool is_64bit() const { return image_.is_64bit(); }
+  bool is_little_endian() const { return image_.is_little_endian(); }
+  const std::vector<ElfLoadSegment>& load_segments() const { return image_.load_segments(); }
   bool has_symtab() const { return has_symtab_; }
 
   // A defined symbol named `name`: .dynsym first, then .symtab (where static
@@ -86,7 +62,7 @@ class ElfFile {
   // st_value); nullopt if that offset starts no PT_LOAD segment's page. 0 for
   // an ET_EXEC mapped where it was linked.
   std::optional<uint64_t> LoadBias(uint64_t mapping_start, uint64_t mapping_offset) const {
-    return ComputeLoadBias(load_segments_, mapping_start, mapping_offset);
+    return ComputeLoadBias(image_.load_segments(), mapping_start, mapping_offset);
   }
 
   // Copies `size` bytes at link-time address `vaddr` as the file initialises
@@ -109,20 +85,11 @@ class ElfFile {
       const std::function<bool(std::string_view)>& pred) const;
 
  private:
-  struct ElfDeleter {
-    void operator()(Elf* elf) const;
-  };
-  ElfFile() = default;
-  Status Load();
+  ElfFile(std::string path, ElfImage image);
 
   std::string path_;
-  UniqueFd fd_;
-  std::unique_ptr<Elf, ElfDeleter> elf_;
-  uint16_t type_ = 0;
-  bool is_64bit_ = true;
-  bool little_endian_ = true;
+  ElfImage image_;
   bool has_symtab_ = false;
-  std::vector<ElfLoadSegment> load_segments_;
 };
 
 }  // namespace pyperf

@@ -1,15 +1,10 @@
 // kallsyms: see kallsyms.h.
 #include "kallsyms.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 
-#include "unique_fd.h"
+#include "read_file.h"
 
 namespace pyperf {
 namespace {
@@ -47,28 +42,10 @@ bool ParseLine(std::string_view line, uint64_t* addr, char* type, std::string_vi
   return !name->empty();
 }
 
-Result<std::string> ReadWholeFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return Status::Error("cannot open " + path + ": " + strerror(errno));
-  // /proc files report size 0, so read until EOF.
-  std::string text;
-  char buf[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Error("cannot read " + path + ": " + strerror(errno));
-    }
-    text.append(buf, static_cast<size_t>(n));
-  }
-  return text;
-}
-
 }  // namespace
 
 Result<KernelSymbols> KernelSymbols::Load(const std::string& path) {
-  auto text = ReadWholeFile(path);
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
   return Parse(*text, path);
 }

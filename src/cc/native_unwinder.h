@@ -1,24 +1,19 @@
 // NativeUnwinder: turns one sample's native snapshot (user registers plus a
 // copy of the user stack taken by BPF) into named native frames, leaf first.
 //
-// Unwinding uses libunwind's remote API with our own accessors:
-//  - access_mem reads the stack copy first; bytes of a mapped file's read-only
-//    segments (.eh_frame_hdr, .eh_frame) come from the cached file image;
-//    anything else is read from the live process with process_vm_readv. It
-//    never ptraces, and refuses writes.
-//  - access_reg serves ip/sp/bp from the snapshot; access_fpreg, resume and
-//    register writes refuse (-UNW_EINVAL).
-//  - find_proc_info hands libunwind the .eh_frame_hdr table of the module
-//    holding the ip (found through the process's mappings and the module
-//    cache, with paths under /proc/PID/root or /proc/PID/map_files so
-//    containers and deleted files work) and lets
-//    _Ux86_64_dwarf_search_unwind_table do the search.
-// Each process gets its own unw_addr_space_t (libunwind caches register
-// states by ip, which is only meaningful inside one address space).
+// Unwinding uses libunwind's remote API with our own accessors
+// (unwind_accessors.h): the stack copy, then the mapped files' images, then the
+// process's memory with process_vm_readv; never ptrace. What is read of a
+// process goes through one interface (target_process.h) with two
+// implementations: the live process, and a recording replayed after it is
+// gone. Each process gets its own unw_addr_space_t (process_unwind_state.h).
+//
+// There is one unwind loop with two strategies: through the caches (steady
+// state), or every frame resolved from scratch (set_cache_enabled(false)).
 //
 // Names never lie: a symbol is printed only for an address inside it, else
 // `module+0xADDR` with ADDR in the ELF file's own terms (see
-// elf_symbolizer.h). Names are cached by (file identity, offset), shared by
+// native_frame_name.h). Names are cached by (file identity, offset), shared by
 // all processes (proc_name_cache.h). Unwinding stops after the first frame
 // whose symbol is in the caller's stop set (that frame is included), after
 // max_depth frames, or at the outermost frame.
@@ -49,7 +44,8 @@
 #include <string>
 #include <vector>
 
-#include "proc_name_cache.h"
+#include "bounded_lru_cache.h"
+#include "native_module_cache.h"
 #include "status.h"
 
 namespace pyperf {
@@ -110,9 +106,11 @@ struct NativeUnwinderStats {
   uint64_t maps_reads = 0;         // /proc/PID/maps parses
   uint64_t unwinds = 0;
   uint64_t frames = 0;
-  uint64_t errors = 0;        // unwinds that ended with a marker frame
-  uint64_t rounds = 0;        // cache_eviction calls
-  uint64_t remote_reads = 0;  // process_vm_readv calls made for libunwind
+  uint64_t errors = 0;  // unwinds that ended with a marker frame
+  uint64_t rounds = 0;  // cache_eviction calls
+  // Reads libunwind needed beyond the stack copy and the file images
+  // (process_vm_readv for a live process).
+  uint64_t remote_reads = 0;
 };
 
 class NativeUnwinder {

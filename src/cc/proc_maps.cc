@@ -2,46 +2,43 @@
 #include "proc_maps.h"
 
 #include <dirent.h>
-#include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 
-#include "unique_fd.h"
+#include "read_file.h"
 
 namespace pyperf {
 namespace {
 
-constexpr std::string_view kDeletedSuffix = " (deleted)";
+// The kernel's mark on a path whose file was unlinked after it was mapped (in
+// maps) or exec'd (the exe link): removed here, once, and kept as a flag.
+bool RemoveDeletedSuffix(std::string_view* path) {
+  constexpr std::string_view kDeletedSuffix = " (deleted)";
+  if (path->size() <= kDeletedSuffix.size() ||
+      path->substr(path->size() - kDeletedSuffix.size()) != kDeletedSuffix) {
+    return false;
+  }
+  path->remove_suffix(kDeletedSuffix.size());
+  return true;
+}
 
 std::string ProcPath(pid_t pid, const char* entry) {
   return "/proc/" + std::to_string(pid) + "/" + entry;
 }
 
-// Reads a whole /proc file (their size is reported as 0, so read until EOF).
+// Reads a whole /proc file, saying when the process seems to have exited.
 Result<std::string> ReadProcFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return Status::Error("cannot open " + path + ": " + std::strerror(errno) +
-                         (errno == ENOENT ? " (the process has exited?)" : ""));
-  }
   std::string text;
-  size_t used = 0;
-  text.resize(16384);
-  while (true) {
-    if (used == text.size()) text.resize(text.size() * 2);
-    ssize_t n = ::read(fd.get(), &text[used], text.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Error("cannot read " + path + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
+  if (int err = ReadFileInto(path.c_str(), &text); err != 0) {
+    return Status::Error(FileReadError(path, err) +
+                         (err == ENOENT ? " (the process has exited?)" : ""));
   }
-  text.resize(used);
   return text;
 }
 
@@ -95,12 +92,8 @@ bool ParseLine(std::string_view line, MemoryMapping* m) {
   }
   // The path may contain spaces; it is the rest of the line.
   std::string_view path = r.Tail();
-  m->deleted = false;
-  if (path.size() > kDeletedSuffix.size() &&
-      path.substr(path.size() - kDeletedSuffix.size()) == kDeletedSuffix && m->inode != 0) {
-    m->deleted = true;
-    path.remove_suffix(kDeletedSuffix.size());
-  }
+  // Only a file mapping can have been deleted; other names stay as shown.
+  m->deleted = m->inode != 0 && RemoveDeletedSuffix(&path);
   m->path.assign(path);
   return m->end >= m->start;
 }
@@ -113,6 +106,10 @@ std::string Hex(uint64_t v) {
 }
 
 }  // namespace
+
+FileId MemoryMapping::file_id() const {
+  return FileId{static_cast<uint64_t>(makedev(dev_major, dev_minor)), inode};
+}
 
 Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text) {
   std::vector<MemoryMapping> mappings;
@@ -145,36 +142,61 @@ std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping) {
 }
 
 std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping) {
+  return MapFilesPath(pid, mapping.start, mapping.end);
+}
+
+std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end) {
   // The kernel names these entries "%lx-%lx": lower-case hex, no padding.
-  return ProcPath(pid, "map_files/") + Hex(mapping.start) + "-" + Hex(mapping.end);
+  return ProcPath(pid, "map_files/") + Hex(start) + "-" + Hex(end);
 }
 
 std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {
   return mapping.deleted ? MapFilesPathForMapping(pid, mapping) : RootPathForMapping(pid, mapping);
 }
 
-Result<uint64_t> ReadProcessStartTime(pid_t pid) {
+Result<ProcessIdentity> ParseProcessIdentity(std::string_view text) {
+  // comm (field 2) may hold spaces and parentheses: fields resume after the
+  // last ')', one space apart.
+  size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return Status::Error("no ')' after the command name");
+  std::string_view rest = text.substr(close + 1);
+  ProcessIdentity id;
+  // The fields kept, in order, and where they go.
+  const std::pair<int, uint64_t*> wanted[] = {{22, &id.start_time}, {26, &id.layout[0]},
+                                              {27, &id.layout[1]},  {28, &id.layout[2]},
+                                              {45, &id.layout[3]},  {47, &id.layout[4]}};
+  size_t next = 0;
+  for (int field = 3; next < std::size(wanted); ++field) {
+    size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos || rest[start] == '\n') break;
+    rest.remove_prefix(start);
+    std::string_view word = rest.substr(0, rest.find_first_of(" \n"));
+    rest.remove_prefix(word.size());
+    if (field != wanted[next].first) continue;
+    auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), *wanted[next].second);
+    if (ec != std::errc() || ptr != word.data() + word.size()) {
+      return Status::Error("field " + std::to_string(field) + " is not a number: '" +
+                           std::string(word) + "'");
+    }
+    ++next;
+  }
+  if (next == 0) return Status::Error("too short: no start time (field 22)");
+  return id;
+}
+
+Result<ProcessIdentity> ReadProcessIdentity(pid_t pid) {
   std::string path = ProcPath(pid, "stat");
   auto text = ReadProcFile(path);
   if (!text.ok()) return text.status();
-  // comm (field 2) may hold spaces and parentheses: fields resume after the
-  // last ')'. starttime is field 22, i.e. the 20th field after comm.
-  size_t close = text->rfind(')');
-  if (close == std::string::npos) return Status::Error("malformed " + path);
-  std::string_view rest(*text);
-  rest.remove_prefix(close + 1);
-  for (int field = 3; field < 22; ++field) {
-    size_t sp = rest.find(' ', 1);
-    if (sp == std::string_view::npos) return Status::Error("malformed " + path + ": too short");
-    rest.remove_prefix(sp);
-  }
-  rest.remove_prefix(rest.find_first_not_of(' '));
-  uint64_t start_time = 0;
-  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), start_time, 10);
-  if (ec != std::errc() || ptr == rest.data()) {
-    return Status::Error("malformed " + path + ": no start time");
-  }
-  return start_time;
+  auto id = ParseProcessIdentity(*text);
+  if (!id.ok()) return Status::Error("malformed " + path + ": " + id.error());
+  return id;
+}
+
+Result<uint64_t> ReadProcessStartTime(pid_t pid) {
+  auto id = ReadProcessIdentity(pid);
+  if (!id.ok()) return id.status();
+  return id->start_time;
 }
 
 Result<std::string> ReadProcessExePath(pid_t pid) {
@@ -185,11 +207,9 @@ Result<std::string> ReadProcessExePath(pid_t pid) {
     return Status::Error("cannot read link " + path + ": " + std::strerror(errno) +
                          (errno == ENOENT ? " (kernel thread or exited process?)" : ""));
   }
-  target.resize(static_cast<size_t>(n));
-  if (target.size() > kDeletedSuffix.size() &&
-      std::string_view(target).substr(target.size() - kDeletedSuffix.size()) == kDeletedSuffix) {
-    target.resize(target.size() - kDeletedSuffix.size());
-  }
+  std::string_view exe(target.data(), static_cast<size_t>(n));
+  RemoveDeletedSuffix(&exe);
+  target.resize(exe.size());
   return target;
 }
 

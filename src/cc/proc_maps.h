@@ -1,16 +1,19 @@
 // Process mappings and identity from /proc: parse /proc/PID/maps, give a
 // host-side path to open a mapped file of a process that may live in another
-// mount namespace, the process start time (to tell a reused pid from the same
-// process) and the list of pids. Read-only; knows nothing about Python.
+// mount namespace, the process identity from /proc/PID/stat (to tell a reused
+// pid or an exec from the same process) and the list of pids. Read-only; knows nothing about
+// Python.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "file_id.h"
 #include "status.h"
 
 namespace pyperf {
@@ -35,6 +38,8 @@ struct MemoryMapping {
   bool executable() const { return perms.size() > 2 && perms[2] == 'x'; }
   // Backed by a file (a path starting with '/' and a non-zero inode).
   bool is_file() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+  // The file's identity, the key of the caches shared by the processes mapping it.
+  FileId file_id() const;
   // Same file as `other` (device and inode), whatever the path says.
   bool same_file(const MemoryMapping& other) const {
     return inode == other.inode && dev_major == other.dev_major && dev_minor == other.dev_minor;
@@ -55,9 +60,30 @@ std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping);
 // "/proc/PID/map_files/START-END": opens the very file that is mapped, even
 // when it was deleted or replaced (needs CAP_SYS_ADMIN).
 std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping);
+std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end);
 // The path to open a mapped file from the host: the map_files path for a
 // deleted file, the /proc/PID/root path otherwise.
 std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping);
+
+// What /proc/PID/stat says about which program image a pid runs: its start
+// time (a reused pid has another) and where exec placed its code, stack, data
+// and heap (an exec changes these, ASLR or not, unless the very same layout is
+// recreated).
+struct ProcessIdentity {
+  uint64_t start_time = 0;  // field 22: clock ticks since boot
+  // startcode, endcode, startstack, start_data, start_brk (fields 26, 27, 28,
+  // 45, 47); 0 where the kernel hides them or the line ends earlier.
+  std::array<uint64_t, 5> layout{};
+  bool operator==(const ProcessIdentity& o) const {
+    return start_time == o.start_time && layout == o.layout;
+  }
+  bool operator!=(const ProcessIdentity& o) const { return !(*this == o); }
+};
+
+// Parses the text of a /proc/PID/stat file (exposed for callers that read it
+// into a reused buffer, and for tests).
+Result<ProcessIdentity> ParseProcessIdentity(std::string_view stat_text);
+Result<ProcessIdentity> ReadProcessIdentity(pid_t pid);
 
 // Start time of `pid` since boot, in clock ticks (field 22 of /proc/PID/stat).
 // A (pid, start time) pair names one process even when pids are reused.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -233,6 +234,31 @@ TEST(ReadProcessStartTime, IsStableAndOrdersProcesses) {
   std::string uptime = pyperf_test::ReadFile("/proc/uptime");
   double now_ticks = std::stod(uptime) * static_cast<double>(sysconf(_SC_CLK_TCK));
   EXPECT_LE(static_cast<double>(*child_start), now_ticks + 1);
+}
+
+TEST(ParseProcessIdentity, KeepsStartTimeAndLayoutWhateverTheCommandName) {
+  // A real line of /proc/PID/stat (52 fields) whose command name holds ") (".
+  const char* line =
+      "4242 (odd) (name x) S 1 4242 4242 0 -1 4194560 120 0 0 0 1 2 0 0 20 0 1 0 987654 "
+      "5685248 230 18446744073709551615 94111 94999 140720 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 "
+      "95000 95500 96000 140721 140722 140723 140724 0\n";
+  auto id = ParseProcessIdentity(line);
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(id->start_time, 987654u);
+  EXPECT_EQ(id->layout, (std::array<uint64_t, 5>{94111, 94999, 140720, 95000, 96000}));
+
+  EXPECT_FALSE(ParseProcessIdentity("4242 (short) S 1 2 3\n").ok());
+  EXPECT_FALSE(ParseProcessIdentity("no parenthesis at all").ok());
+
+  // This process: the same start time as ReadProcessStartTime, a layout that
+  // holds this very function.
+  auto self = ReadProcessIdentity(getpid());
+  ASSERT_TRUE(self.ok()) << self.error();
+  EXPECT_EQ(self->start_time, ReadProcessStartTime(getpid()).value());
+  auto code = reinterpret_cast<uint64_t>(&ParseProcessIdentity);
+  EXPECT_NE(self->layout[0], 0u);
+  EXPECT_LE(self->layout[0], code);
+  EXPECT_LT(code, self->layout[1]);
 }
 
 TEST(ListProcesses, IncludesSelfInitAndChild) {

@@ -111,7 +111,9 @@ Result<std::vector<pyperf_offset_check_result>> PyPerfBpf::SampleOffsetCheck(
       results.get_value(0, first);
       if (first.user_samples >= sampling.min_user_samples || Clock::now() >= deadline) break;
     }
-    DisablePerfEvent(*perf);
+    // Closing the event just below stops it too: a failed disable only lets
+    // it run until then, and the results are read after that.
+    (void)DisablePerfEvent(*perf);
   }
   if (perf.ok()) perf->reset();
   bpf_->unload_func(kCheckProgram);
@@ -213,10 +215,6 @@ std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
   pyperf_symbol symbol;
   if (!table.get_value(id, symbol).ok()) return std::nullopt;
   return symbol;
-}
-
-size_t PyPerfBpf::CountSymbols() {
-  return bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_table_offline().size();
 }
 
 std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {

@@ -87,8 +87,6 @@ class PyPerfBpf {
 
   // The symbol interned under `id`, if any.
   std::optional<pyperf_symbol> LookupSymbol(int32_t id);
-  // Number of interned symbols.
-  size_t CountSymbols();
   // Kernel return addresses of a stack id, innermost first.
   std::vector<uint64_t> KernelStack(int32_t stack_id);
 

@@ -358,7 +358,6 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
       AppendNativeFrames(event, size, &s);
       AppendKernelFrames(event.kernel_stack_id, &s);
       output_->Add(s.text());
-      ++counters_.samples;
       return;
     }
   }
@@ -375,7 +374,6 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event.kernel_stack_id, &s);
   output_->Add(s.text());
-  ++counters_.samples;
 }
 
 Status PyPerfProfiler::Dump(bool final_dump) {

@@ -38,7 +38,6 @@ namespace pyperf {
 
 // Counters of one dump interval, printed on stderr with each dump.
 struct IntervalCounters {
-  uint64_t samples = 0;
   uint64_t lost = 0;
   uint64_t truncated = 0;
   uint64_t symbol_errors = 0;

@@ -1,7 +1,7 @@
-// Tests for elf_symbolizer: symbol sources (.symtab, debug files by
-// debuglink and build-id, .gnu_debugdata, .dynsym), the size rule, load bias
-// removal and frame-name formatting, on the fixture library built in several
-// distro-like variants.
+// Tests for NativeModule and native frame names: symbol sources (.symtab,
+// debug files by debuglink and build-id, .gnu_debugdata, .dynsym), the size
+// rule, load bias removal and frame-name formatting, on the fixture library
+// built in several distro-like variants.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <string>
 
-#include "elf_symbolizer.h"
+#include "debug_file.h"
 #include "native_fixtures/native_test_helpers.h"
+#include "native_frame_name.h"
+#include "native_module.h"
+#include "proc_maps.h"
 #include "support/test_support.h"
 
 namespace pyperf {
@@ -47,7 +50,7 @@ std::string NameAt(const NativeModule& module, uint64_t vaddr) {
   return s ? std::string(module.SymbolName(*s)) : "";
 }
 
-class ElfSymbolizerTest : public ::testing::Test {
+class NativeModuleTest : public ::testing::Test {
  protected:
   void SetUp() override {
     PYPERF_REQUIRE_NATIVE_FIXTURES();
@@ -59,7 +62,7 @@ class ElfSymbolizerTest : public ::testing::Test {
   std::pair<uint64_t, uint64_t> static_step_, middle_;
 };
 
-TEST_F(ElfSymbolizerTest, NamesStaticFunctionFromSymtabOnlyInsideItsSize) {
+TEST_F(NativeModuleTest, NamesStaticFunctionFromSymtabOnlyInsideItsSize) {
   auto module = Load(Lib("full"));
   ASSERT_TRUE(module);
   EXPECT_EQ(module->best_source(), SymbolSource::kSymtab);
@@ -72,7 +75,7 @@ TEST_F(ElfSymbolizerTest, NamesStaticFunctionFromSymtabOnlyInsideItsSize) {
   EXPECT_NE(NameAt(*module, start + size), "fixture_static_step");
 }
 
-TEST_F(ElfSymbolizerTest, StrippedLibraryNamesOnlyExportedSymbols) {
+TEST_F(NativeModuleTest, StrippedLibraryNamesOnlyExportedSymbols) {
   auto module = Load(Lib("stripped"));
   ASSERT_TRUE(module);
   EXPECT_EQ(module->best_source(), SymbolSource::kDynsym);
@@ -90,7 +93,7 @@ TEST_F(ElfSymbolizerTest, StrippedLibraryNamesOnlyExportedSymbols) {
             "fixture_static_step");
 }
 
-TEST_F(ElfSymbolizerTest, FindsDebugFileThroughDebuglink) {
+TEST_F(NativeModuleTest, FindsDebugFileThroughDebuglink) {
   auto module = Load(Lib("debuglink"));
   ASSERT_TRUE(module);
   EXPECT_EQ(module->best_source(), SymbolSource::kDebugFile);
@@ -98,7 +101,7 @@ TEST_F(ElfSymbolizerTest, FindsDebugFileThroughDebuglink) {
   EXPECT_EQ(NameAt(*module, static_step_.first + 4), "fixture_static_step");
 }
 
-TEST_F(ElfSymbolizerTest, RejectsDebugFileOfAnotherBuild) {
+TEST_F(NativeModuleTest, RejectsDebugFileOfAnotherBuild) {
   // Same debuglink name, but the debug file of a build with another build-id.
   pyperf_test::TempDir dir;
   fs::copy_file(Lib("debuglink"), dir.File("libpyperf_fixture_c.so"));
@@ -110,7 +113,7 @@ TEST_F(ElfSymbolizerTest, RejectsDebugFileOfAnotherBuild) {
   EXPECT_EQ(NameAt(*module, static_step_.first + 4), "");
 }
 
-TEST_F(ElfSymbolizerTest, FindsDebugFileByBuildIdUnderTheProcessRoot) {
+TEST_F(NativeModuleTest, FindsDebugFileByBuildIdUnderTheProcessRoot) {
   auto plain = Load(Lib("buildid"));
   ASSERT_TRUE(plain);
   const std::string id = plain->build_id();
@@ -134,7 +137,7 @@ TEST_F(ElfSymbolizerTest, FindsDebugFileByBuildIdUnderTheProcessRoot) {
   EXPECT_EQ(NameAt(*module, static_step_.first + 4), "fixture_static_step");
 }
 
-TEST_F(ElfSymbolizerTest, ReadsMiniDebugInfoFromGnuDebugdata) {
+TEST_F(NativeModuleTest, ReadsMiniDebugInfoFromGnuDebugdata) {
   if (!pyperf_test::FileExists(Lib("minidebug"))) PYPERF_SKIP_OR_FAIL("no minidebug variant");
   auto module = Load(Lib("minidebug"));
   ASSERT_TRUE(module);
@@ -143,7 +146,7 @@ TEST_F(ElfSymbolizerTest, ReadsMiniDebugInfoFromGnuDebugdata) {
   EXPECT_EQ(NameAt(*module, middle_.first + 4), "pyperf_fixture_middle");  // from .dynsym
 }
 
-TEST_F(ElfSymbolizerTest, FileOffsetsBecomeElfAddresses) {
+TEST_F(NativeModuleTest, FileOffsetsBecomeElfAddresses) {
   // The library is linked at 0x200000: file offsets and ELF addresses differ.
   auto module = Load(Lib("full"));
   ASSERT_TRUE(module);
@@ -154,7 +157,7 @@ TEST_F(ElfSymbolizerTest, FileOffsetsBecomeElfAddresses) {
   EXPECT_EQ(*back, vaddr);
 }
 
-TEST_F(ElfSymbolizerTest, LocatesEhFrameHdrSearchTable) {
+TEST_F(NativeModuleTest, LocatesEhFrameHdrSearchTable) {
   auto module = Load(Lib("stripped"));
   ASSERT_TRUE(module);
   const UnwindTableLocation& table = module->unwind_table();
@@ -171,10 +174,10 @@ TEST_F(ElfSymbolizerTest, LocatesEhFrameHdrSearchTable) {
   EXPECT_EQ(table.eh_frame_hdr_vaddr, section_addr);
   EXPECT_GE(table.fde_count, 3u);  // at least the three functions of the library
   // The table is served from the file image.
-  EXPECT_NE(module->ImageBytes(table.table_vaddr, table.fde_count * 8, false), nullptr);
+  EXPECT_NE(module->image().BytesAtVaddr(table.table_vaddr, table.fde_count * 8, false), nullptr);
 }
 
-TEST_F(ElfSymbolizerTest, SymbolVersionsAreNotPartOfNames) {
+TEST_F(NativeModuleTest, SymbolVersionsAreNotPartOfNames) {
   auto module = Load("/lib/x86_64-linux-gnu/libc.so.6");
   ASSERT_TRUE(module);
   for (const auto& s : module->symbols()) {
@@ -182,27 +185,32 @@ TEST_F(ElfSymbolizerTest, SymbolVersionsAreNotPartOfNames) {
   }
 }
 
-TEST(ElfSymbolizerFormatTest, DemanglesCxxNames) {
+TEST(NativeFrameNameTest, DemanglesCxxNames) {
   EXPECT_EQ(DemangleSymbol("_ZN14pyperf_fixture6Worker4spinEi"),
             "pyperf_fixture::Worker::spin(int)");
   EXPECT_EQ(DemangleSymbol("_PyEval_EvalFrameDefault"), "_PyEval_EvalFrameDefault");
   EXPECT_EQ(DemangleSymbol("_Znot_a_name"), "_Znot_a_name");
 }
 
-TEST(ElfSymbolizerFormatTest, FormatsModulePlusAddressOrFullPath) {
+TEST(NativeFrameNameTest, FormatsModulePlusAddressOrFullPath) {
   std::string name;
   EXPECT_FALSE(FormatNativeFrameName(nullptr, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13", 0x5148,
                                      false, &name));
   EXPECT_EQ(name, "libz.so.1.2.13+0x5148");
   FormatNativeFrameName(nullptr, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13", 0x5148, true, &name);
   EXPECT_EQ(name, "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13+0x5148");
-  FormatNativeFrameName(nullptr, "/tmp/libgone.so (deleted)", 0x10, false, &name);
+  // A deleted file's " (deleted)" is taken off its path where maps are
+  // parsed: its frames are named after the file.
+  auto gone =
+      ParseProcMaps("7f0000002000-7f0000003000 r-xp 00002000 08:01 77 /tmp/libgone.so (deleted)\n");
+  ASSERT_TRUE(gone.ok()) << gone.error();
+  FormatNativeFrameName(nullptr, (*gone)[0].path, 0x10, false, &name);
   EXPECT_EQ(name, "libgone.so+0x10");
   FormatUnreadableModuleFrameName("/opt/x/libq.so", false, &name);
   EXPECT_EQ(name, "[unknown] (libq.so)");
 }
 
-TEST_F(ElfSymbolizerTest, InsertDsoNameAppendsFullPath) {
+TEST_F(NativeModuleTest, InsertDsoNameAppendsFullPath) {
   auto module = Load(Lib("full"));
   ASSERT_TRUE(module);
   std::string name;
@@ -210,12 +218,12 @@ TEST_F(ElfSymbolizerTest, InsertDsoNameAppendsFullPath) {
   EXPECT_EQ(name, "pyperf_fixture_middle (" + Lib("full") + ")");
 }
 
-TEST(ElfSymbolizerFormatTest, DebuglinkCrcIsZlibCrc32) {
+TEST(NativeFrameNameTest, DebuglinkCrcIsZlibCrc32) {
   const char* check = "123456789";
   EXPECT_EQ(DebuglinkCrc32(0, reinterpret_cast<const uint8_t*>(check), 9), 0xCBF43926u);
 }
 
-TEST(ElfSymbolizerLoadTest, RejectsWhatIsNotElf) {
+TEST(NativeModuleLoadTest, RejectsWhatIsNotElf) {
   pyperf_test::TempDir dir;
   FILE* f = fopen(dir.File("x").c_str(), "w");
   fputs("not an ELF file", f);

@@ -1,8 +1,8 @@
-// ElfSymbolizer: everything PyPerf needs to know about one mapped ELF file
+// NativeModule: everything PyPerf needs to know about one mapped ELF file
 // (a "native module") to unwind through it and to name its code addresses.
 //
 // A NativeModule is loaded once per file and then shared by every process that
-// maps that file (see proc_name_cache.h). It holds:
+// maps that file (see native_module_cache.h). On the file's ElfImage it holds:
 //  - the PT_LOAD segments, to turn a file offset into the address the ELF file
 //    itself uses (what `addr2line -e FILE` takes: the load bias removed);
 //  - where the .eh_frame_hdr binary-search table is, so libunwind can be handed
@@ -16,7 +16,7 @@
 //    "MiniDebugInfo" symtab, decompressed with liblzma when it is present);
 //    .dynsym.
 // A name is only given for an address inside a symbol (start <= a < start+size);
-// anything else is printed as `module+0xADDR` (FormatNativeFrameName), which
+// anything else is printed as `module+0xADDR` (native_frame_name.h), which
 // never lies and can be symbolized offline.
 //
 // Why not libbcc's bcc_elf_foreach_sym: Debian's libbcc 0.26 is built without
@@ -33,8 +33,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "elf_image.h"
 #include "status.h"
 
 namespace pyperf {
@@ -46,7 +48,6 @@ enum class SymbolSource : uint8_t {
   kDebugData = 2,  // .symtab inside .gnu_debugdata (MiniDebugInfo)
   kDynsym = 3,     // exported symbols only
 };
-const char* SymbolSourceName(SymbolSource source);
 
 struct NativeModuleSymbol {
   uint64_t start = 0;  // ELF virtual address
@@ -54,12 +55,6 @@ struct NativeModuleSymbol {
   uint32_t name = 0;   // offset into the module's name blob
   SymbolSource source = SymbolSource::kDynsym;
   uint8_t binding = 0;  // STB_* (for choosing among aliases)
-};
-
-struct NativeModuleSegment {
-  uint64_t vaddr = 0, memsz = 0;
-  uint64_t offset = 0, filesz = 0;
-  uint32_t flags = 0;  // PF_R / PF_W / PF_X
 };
 
 // The .eh_frame_hdr search table in ELF virtual addresses; `usable` only when
@@ -86,12 +81,12 @@ struct NativeModuleLoadOptions {
 
 class NativeModule {
  public:
-  ~NativeModule();
   NativeModule(const NativeModule&) = delete;
   NativeModule& operator=(const NativeModule&) = delete;
 
   // Loads from an open file; the module maps the file read-only and keeps the
   // mapping (page cache shared with the target, so it costs little memory).
+  // Anything but a 64-bit ELF file with PT_LOAD segments is refused.
   static Result<std::unique_ptr<NativeModule>> LoadFromFd(int fd,
                                                           const NativeModuleLoadOptions& options);
   static Result<std::unique_ptr<NativeModule>> LoadFromPath(const std::string& path,
@@ -100,10 +95,12 @@ class NativeModule {
   static Result<std::unique_ptr<NativeModule>> LoadFromMemory(
       const uint8_t* image, size_t size, const NativeModuleLoadOptions& options);
 
-  // File offset -> ELF virtual address, through the PT_LOAD segment holding it.
-  std::optional<uint64_t> FileOffsetToVaddr(uint64_t offset) const;
-  // The PT_LOAD segment containing `vaddr` in memory (nullptr if none).
-  const NativeModuleSegment* SegmentForVaddr(uint64_t vaddr) const;
+  // The mapped file: segments, file offsets to ELF addresses, bytes at an
+  // address (see elf_image.h).
+  const ElfImage& image() const { return image_; }
+  std::optional<uint64_t> FileOffsetToVaddr(uint64_t offset) const {
+    return image_.FileOffsetToVaddr(offset);
+  }
 
   // The symbol whose [start, start+size) contains vaddr, or nullptr. When
   // several do (aliases, nested symbols) the one starting last wins, and among
@@ -112,12 +109,6 @@ class NativeModule {
   std::string_view SymbolName(const NativeModuleSymbol& symbol) const;
   const std::vector<NativeModuleSymbol>& symbols() const { return symbols_; }
 
-  // Bytes of the file image for [vaddr, vaddr+len) when that range lies in the
-  // file-backed part of one PT_LOAD segment (and, unless `allow_writable`, a
-  // segment that is not writable, whose memory therefore equals the file).
-  const uint8_t* ImageBytes(uint64_t vaddr, size_t len, bool allow_writable) const;
-
-  const std::vector<NativeModuleSegment>& segments() const { return segments_; }
   const UnwindTableLocation& unwind_table() const { return unwind_table_; }
   const std::string& build_id() const { return build_id_; }      // lowercase hex
   const std::string& debug_file() const { return debug_file_; }  // "" if none
@@ -125,23 +116,18 @@ class NativeModule {
   SymbolSource best_source() const { return best_source_; }
   // Identity of the file at load time, to notice a file replaced under the
   // same device+inode (inode reuse after an upgrade). Zero for in-memory images.
-  uint64_t file_size() const { return file_size_; }
-  int64_t file_mtime_ns() const { return file_mtime_ns_; }
+  uint64_t file_size() const { return image_.file().size; }
+  int64_t file_mtime_ns() const { return image_.file().mtime_ns; }
   // Approximate heap bytes (symbols + names + tables); the file mapping is
   // page cache and is reported separately.
   size_t memory_bytes() const;
-  size_t mapped_bytes() const { return owns_image_ ? image_size_ : 0; }
+  size_t mapped_bytes() const { return image_.mapped_bytes(); }
 
  private:
-  NativeModule() = default;
+  explicit NativeModule(ElfImage image) : image_(std::move(image)) {}
   friend class NativeModuleLoader;
 
-  const uint8_t* image_ = nullptr;
-  size_t image_size_ = 0;
-  bool owns_image_ = false;  // munmap on destruction
-  uint64_t file_size_ = 0;
-  int64_t file_mtime_ns_ = 0;
-  std::vector<NativeModuleSegment> segments_;
+  ElfImage image_;
   UnwindTableLocation unwind_table_;
   std::string build_id_;
   std::string debug_file_;
@@ -150,25 +136,5 @@ class NativeModule {
   std::vector<uint64_t> max_end_;            // max(start+size) over symbols_[0..i]
   std::string names_;                        // NUL-separated symbol names
 };
-
-// "_ZN3foo3barEv" -> "foo::bar()"; anything not mangled is returned as is.
-std::string DemangleSymbol(std::string_view name);
-
-// The frame name printed for an address: the (demangled) symbol if the address
-// is inside one, else `<basename of module_path>+0x<vaddr>`. With
-// insert_dso_name the module's full path is used: `sym (/full/path)` and
-// `/full/path+0x<vaddr>`. `vaddr` is the ELF virtual address (load bias
-// removed). The name is strict UTF-8 (utf8.h): symbol and path bytes that are
-// not become U+FFFD. Returns whether a symbol was found.
-bool FormatNativeFrameName(const NativeModule* module, std::string_view module_path, uint64_t vaddr,
-                           bool insert_dso_name, std::string* out);
-// Same, for a module that could not be read: `[unknown] (basename)`.
-void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_dso_name,
-                                     std::string* out);
-// The basename of a mapped path, without a trailing " (deleted)".
-std::string_view ModuleBasename(std::string_view path);
-
-// CRC-32 as used by .gnu_debuglink (the zlib polynomial).
-uint32_t DebuglinkCrc32(uint32_t crc, const uint8_t* data, size_t len);
 
 }  // namespace pyperf

@@ -1,0 +1,147 @@
+// libunwind's accessors over a native snapshot; see unwind_accessors.h.
+#include "unwind_accessors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+// Exported by libunwind-x86_64 (1.6.2) but not declared in its public headers:
+// the remote binary search over an .eh_frame_hdr table described by an
+// unw_dyn_info_t. Linux perf declares and uses it the same way.
+extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+                                                  unw_dyn_info_t* di, unw_proc_info_t* pi,
+                                                  int need_unwind_info, void* arg);
+
+namespace pyperf {
+namespace {
+
+int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info,
+                 void* arg) {
+  auto* call = static_cast<UnwindCall*>(arg);
+  const ExecMapping* found = call->strategy->FindMapping(ip);
+  if (!found || found->kind == ExecMapping::kAnonymous) return -UNW_ENOINFO;
+  const ExecMapping m = *found;  // a refresh inside ModuleFor may move it
+  std::shared_ptr<const NativeModule> module = call->strategy->ModuleFor(m, false);
+  if (!module) return -UNW_ENOINFO;
+  std::optional<uint64_t> vaddr = module->FileOffsetToVaddr(ip - m.start + m.pgoff);
+  if (!vaddr) return -UNW_ENOINFO;
+  const UnwindTableLocation& table = module->unwind_table();
+  const ElfLoadSegment* text = module->image().SegmentForVaddr(*vaddr);
+  if (!table.usable || !text) return -UNW_ENOINFO;
+  uint64_t bias = ip - *vaddr;
+  call->Serve(module, bias);
+  unw_dyn_info_t di;
+  memset(&di, 0, sizeof(di));
+  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di.start_ip = bias + text->vaddr;
+  di.end_ip = di.start_ip + text->memsz;
+  di.u.rti.segbase = bias + table.eh_frame_hdr_vaddr;
+  di.u.rti.table_data = bias + table.table_vaddr;
+  // (int32 start, int32 fde) pairs, counted in words as libunwind expects.
+  di.u.rti.table_len = table.fde_count * 8 / sizeof(unw_word_t);
+  return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+// DWARF unwind info is freed by libunwind itself; nothing of ours to release.
+void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
+
+// No dynamically registered unwind info (JIT registration) is read.
+int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+
+int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
+  if (write) return -UNW_EINVAL;
+  auto* call = static_cast<UnwindCall*>(arg);
+  const NativeSnapshot& s = *call->snapshot;
+  if (addr >= s.sp && addr - s.sp <= s.stack_len && s.stack_len - (addr - s.sp) >= sizeof(*val)) {
+    memcpy(val, s.stack + (addr - s.sp), sizeof(*val));
+    return 0;
+  }
+  for (const auto& served : call->served) {
+    if (!served.module) continue;
+    if (const uint8_t* p = served.module->image().BytesAtVaddr(addr - served.bias, sizeof(*val),
+                                                               call->file_image_is_memory)) {
+      memcpy(val, p, sizeof(*val));
+      return 0;
+    }
+  }
+  ++*call->remote_reads;
+  return call->process->target->ReadMemory(addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;
+}
+
+int AccessReg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, void* arg) {
+  if (write) return -UNW_EINVAL;
+  const NativeSnapshot& s = *static_cast<UnwindCall*>(arg)->snapshot;
+  switch (reg) {
+    case UNW_X86_64_RIP:
+      *val = s.ip;
+      return 0;
+    case UNW_X86_64_RSP:
+      *val = s.sp;
+      return 0;
+    case UNW_X86_64_RBP:
+      *val = s.bp;
+      return 0;
+    default:
+      return -UNW_EBADREG;  // not in the snapshot
+  }
+}
+
+int AccessFpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EINVAL; }
+
+int Resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+
+int GetProcName(unw_addr_space_t, unw_word_t addr, char* buf, size_t len, unw_word_t* offset,
+                void* arg) {
+  auto* call = static_cast<UnwindCall*>(arg);
+  auto& info = call->name_info;
+  info = UnwindCall::NameInfo();
+  const ExecMapping* found = call->strategy->FindMapping(addr);
+  if (!found || found->kind == ExecMapping::kAnonymous) return -UNW_ENOINFO;
+  const ExecMapping m = *found;
+  info.mapped = true;
+  info.path = m.path;
+  info.module = call->strategy->ModuleFor(m, true);
+  if (!info.module) return -UNW_ENOINFO;
+  std::optional<uint64_t> vaddr = info.module->FileOffsetToVaddr(addr - m.start + m.pgoff);
+  if (!vaddr) return -UNW_ENOINFO;
+  info.module_ok = true;
+  info.vaddr = *vaddr;
+  const NativeModuleSymbol* sym = info.module->FindSymbol(*vaddr);
+  if (!sym) return -UNW_ENOINFO;
+  std::string_view name = info.module->SymbolName(*sym);
+  if (len == 0) return -UNW_ENOMEM;
+  size_t n = std::min(name.size(), len - 1);
+  memcpy(buf, name.data(), n);
+  buf[n] = '\0';
+  *offset = *vaddr - sym->start;
+  return n == name.size() ? 0 : -UNW_ENOMEM;
+}
+
+}  // namespace
+
+void UnwindCall::Serve(std::shared_ptr<const NativeModule> module, uint64_t bias) {
+  for (auto& s : served) {
+    if (s.module == module && s.bias == bias) return;
+  }
+  served[served_next] = Served{std::move(module), bias};
+  served_next = (served_next + 1) % served.size();
+}
+
+unw_accessors_t* NativeUnwindAccessors() {
+  static unw_accessors_t accessors = [] {
+    unw_accessors_t a{};
+    a.find_proc_info = &FindProcInfo;
+    a.put_unwind_info = &PutUnwindInfo;
+    a.get_dyn_info_list_addr = &GetDynInfoListAddr;
+    a.access_mem = &AccessMem;
+    a.access_reg = &AccessReg;
+    a.access_fpreg = &AccessFpreg;
+    a.resume = &Resume;
+    a.get_proc_name = &GetProcName;
+    return a;
+  }();
+  return &accessors;
+}
+
+}  // namespace pyperf
