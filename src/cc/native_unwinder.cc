@@ -409,9 +409,11 @@ void NativeUnwinder::Impl::CacheEviction() {
   for (auto it = processes_.begin(); it != processes_.end();) {
     ProcessUnwindState& p = *it->second;
     // Unused for too long, exited, or the pid now names another process or
-    // program image.
+    // program image. A process whose snapshots carry a process_key tells of an
+    // exec with each sample, and its caller forgets it when it exits: /proc is
+    // read only for the others.
     bool drop = p.last_used_round + options_.process_max_age_rounds <= round() ||
-                p.target->CheckIdentity() != TargetProcess::Identity::kSame;
+                (p.process_key == 0 && p.target->CheckIdentity() != TargetProcess::Identity::kSame);
     if (drop) {
       it = processes_.erase(it);
       ++counts_.processes_dropped;

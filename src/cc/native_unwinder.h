@@ -57,9 +57,10 @@ struct NativeSnapshot {
   const uint8_t* stack = nullptr;
   size_t stack_len = 0;
   // Optional: a value that changes whenever `pid` names a different program
-  // image (e.g. a hash of the task's start time and self_exec_id read by BPF).
-  // 0 = unknown. When it differs from the last one seen for the pid, the
-  // per-process state is dropped before unwinding.
+  // image (PyPerf: the task's mm_struct address, read by BPF). 0 = unknown.
+  // When it differs from the last one seen for the pid, the per-process state
+  // is dropped before unwinding. A caller that gives it must ForgetProcess a
+  // pid that exits: cache_eviction then reads no /proc file for it.
   uint64_t process_key = 0;
 };
 

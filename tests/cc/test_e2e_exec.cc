@@ -35,8 +35,11 @@ unsigned long long CpuTicks(pid_t pid) {
 // Waits for a second of pid's CPU time, however busy the machine is.
 void WaitForCpuSecond(pid_t pid) {
   const auto start = CpuTicks(pid);
-  WaitFor([&] { return CpuTicks(pid) - start >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK)); },
-          seconds(60));
+  WaitFor(
+      [&] {
+        return CpuTicks(pid) - start >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK));
+      },
+      seconds(60));
 }
 
 size_t Count(const std::string& text, const std::string& what) {
@@ -75,17 +78,25 @@ TEST(ProcessExec, AnExecIntoAnotherInterpreterIsNoticedAndInspectedAgain) {
       << "the second look did not find CPython 3.8:\n"
       << stderr_text;
 
-  // Every Python frame is one of the script's own: a frame decoded with the
-  // other interpreter's offsets would name something else, or fail to parse.
+  // Every Python frame is one of the script's own, or of the interpreters'
+  // start-up (the frozen importlib, their own library): a frame decoded with
+  // the other interpreter's offsets would name something else, or fail to
+  // parse.
   const std::set<std::string> known = {"before_exec_spin", "after_exec_spin", "<module>"};
+  auto from_an_interpreter = [&](const std::string& file) {
+    return file.rfind("<frozen ", 0) == 0 || file.rfind(PyenvRoot() + "/versions/3.8.", 0) == 0 ||
+           file.rfind(PyenvRoot() + "/versions/3.11.", 0) == 0;
+  };
   uint64_t after = 0, before = 0;
   for (const auto& line : run.profile.OfPid(pid)) {
     for (const auto& frame : FramesOfKind(line, FrameKind::kPython)) {
       std::string why;
       auto parsed = ParsePythonFrame(frame, &why);
       ASSERT_TRUE(parsed.has_value()) << why << ": " << line.text;
-      EXPECT_TRUE(known.count(parsed->function)) << "a frame the script does not have: " << line.text;
+      if (from_an_interpreter(parsed->file)) continue;
       EXPECT_NE(parsed->file.find("exec_into.py"), std::string::npos) << line.text;
+      EXPECT_TRUE(known.count(parsed->function))
+          << "a frame the script does not have: " << line.text;
     }
     for (const auto& frame : line.frames) {
       if (IsPythonFunction(frame, "after_exec_spin")) after += line.count;

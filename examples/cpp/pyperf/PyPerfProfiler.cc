@@ -294,6 +294,7 @@ void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, 
   snapshot.ip = event.ip;
   snapshot.sp = event.sp;
   snapshot.bp = event.bp;
+  snapshot.process_key = event.mm;
   // BPF copies from just below sp (the red zone); the unwinder wants the
   // bytes from sp on.
   size_t copied = size - offsetof(pyperf_event, user_stack);
@@ -391,8 +392,7 @@ Status PyPerfProfiler::Dump(bool final_dump) {
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
-           (unsigned long long)counters_.no_thread_state,
-           (unsigned long long)counters_.replaced,
+           (unsigned long long)counters_.no_thread_state, (unsigned long long)counters_.replaced,
            (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
