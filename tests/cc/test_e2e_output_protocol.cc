@@ -7,6 +7,7 @@
 // collapsed-output reader the e2e tests use.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -92,7 +93,7 @@ int64_t Centis(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count() / 10;
 }
 
-// Checks a delivered file: its name, that every line parses, that its counts
+// Checks a delivered file: its name, that every line parses (ParseCollapsed), that its counts
 // add up to what PyPerf reported, and that it holds the workload's stacks.
 void ExpectDelivered(const std::string& file, const std::string& path, const DumpReport& report,
                      pid_t workload) {
@@ -103,9 +104,6 @@ void ExpectDelivered(const std::string& file, const std::string& path, const Dum
       << "not PATH.<YYYYmmddHHMMSScc>";
   EXPECT_EQ(report.output, file) << "the file the stderr line names";
   CollapsedProfile profile = ParseCollapsed(ReadFile(file));
-  EXPECT_TRUE(profile.unparseable.empty())
-      << profile.unparseable.size()
-      << " unparseable lines, the first: " << profile.unparseable.front();
   EXPECT_EQ(profile.TotalSamples(), report.samples) << "the counts in the file vs. stderr";
   EXPECT_GT(report.samples, 0u);
   bool has_main_busy = false;
@@ -240,7 +238,6 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
   ASSERT_EQ(reports.size(), 1u) << "stderr:\n" << pyperf->Stderr();
   EXPECT_EQ(reports[0].output, "stdout");
   CollapsedProfile profile = ParseCollapsed(pyperf->Stdout());
-  EXPECT_TRUE(profile.unparseable.empty()) << profile.unparseable.front();
   EXPECT_EQ(profile.TotalSamples(), reports[0].samples);
   EXPECT_FALSE(profile.OfPid(workload_->pid()).empty()) << "stdout:\n" << pyperf->Stdout();
   EXPECT_TRUE(DumpedFiles(path_).empty());
@@ -292,7 +289,6 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
   auto files = DumpedFiles(path_);
   ASSERT_EQ(files.size(), dumps + 1) << "one file per SIGUSR2 and a final one";
   CollapsedProfile last = ParseCollapsed(ReadFile(files.back()));
-  EXPECT_TRUE(last.unparseable.empty()) << last.unparseable.front();
   bool has_main_busy = false;
   for (const auto& line : last.OfPid(workload_->pid()))
     for (const auto& frame : line.frames)
@@ -477,8 +473,12 @@ TEST(CollapsedReader, RejectsLinesGProfilerCannotRead) {
     EXPECT_FALSE(ParseCollapsedLine(text, &why).has_value()) << text;
     EXPECT_FALSE(why.empty()) << text;
   }
-  CollapsedProfile profile =
-      ParseCollapsed("python-1/2;" + f + " 3\nbad\n\npython-1/3;" + SpelledPython("g") + " 4\n");
+  // A line gProfiler would drop fails the test that reads it.
+  CollapsedProfile profile;
+  EXPECT_NONFATAL_FAILURE(
+      profile = ParseCollapsed("python-1/2;" + f + " 3\nbad\n\npython-1/3;" + SpelledPython("g") +
+                               " 4\n"),
+      "1 of 3 lines gProfiler could not read, the first: no ' ' before the count: bad");
   EXPECT_EQ(profile.lines.size(), 2u);
   EXPECT_EQ(profile.unparseable.size(), 1u);
   EXPECT_EQ(profile.TotalSamples(), 7u);

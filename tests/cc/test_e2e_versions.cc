@@ -23,7 +23,8 @@
 //    unicode_names.py's chain of Latin-1, BMP and astral names and paths,
 //    names renamed at run time, names longer than the BPF buffers and a comm
 //    that is not UTF-8, each frame compared whole with what it must be.
-// Every dump is checked to be strict UTF-8 by ParseCollapsed.
+// Every dump is checked by ParseCollapsed: strict UTF-8, and no line gProfiler
+// could not read (the first test to run reports a bad dump).
 //
 // Under PYPERF_TEST_STRICT=1 a missing interpreter, root or uWSGI fails its
 // tests. The roots are built on first use (scripts/python-roots.sh, cached
@@ -382,6 +383,7 @@ class DumpReader {
       if (name.rfind(prefix, 0) == 0 && !read_.count(name)) names.insert(name);
     for (const auto& name : names) {
       read_.insert(name);
+      SCOPED_TRACE("dump " + dir + "/" + name);
       CollapsedProfile dump = ParseCollapsed(ReadFile(dir + "/" + name));
       profile->lines.insert(profile->lines.end(), dump.lines.begin(), dump.lines.end());
       profile->unparseable.insert(profile->unparseable.end(), dump.unparseable.begin(),

@@ -182,6 +182,13 @@ CollapsedProfile ParseCollapsed(const std::string& text) {
       profile.unparseable.push_back(why + ": " + line);
     }
   }
+  // gProfiler drops a line it cannot read, and its samples with it.
+  if (!profile.unparseable.empty()) {
+    ADD_FAILURE() << profile.unparseable.size() << " of "
+                  << profile.unparseable.size() + profile.lines.size()
+                  << " lines gProfiler could not read, the first: "
+                  << profile.unparseable.front().substr(0, 400);
+  }
   return profile;
 }
 

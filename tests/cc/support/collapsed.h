@@ -60,8 +60,9 @@ std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::st
 std::optional<size_t> FirstNonUtf8Byte(const std::string& text);
 
 // Parses a whole output (a dumped file or PyPerf's stdout); empty lines are
-// skipped. Adds a test failure if the output is not strict UTF-8 or holds a
-// NUL byte: every dump the end-to-end tests read is checked here.
+// skipped. Adds a test failure if the output is not strict UTF-8, holds a NUL
+// byte, or has a line gProfiler could not read (such a line would be dropped
+// silently): every dump the end-to-end tests read is checked here.
 CollapsedProfile ParseCollapsed(const std::string& text);
 
 uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
