@@ -512,6 +512,27 @@ TEST(CollapsedReader, SplitsPythonFrames) {
   EXPECT_FALSE(ParsePythonFrame(SpelledKernel("f")).has_value());
 }
 
+// The parser's module rule is the README's, written apart from PyPerf's
+// PythonModuleName: checked here on literals.
+TEST(CollapsedReader, ExpectsTheModuleTheReadmeNames) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"/usr/lib/python3.11/json/decoder.py", "json.decoder"},
+      {"/root/.pyenv/versions/3.12.1/lib/python3.12/threading.py", "threading"},
+      {"/usr/lib64/python3.9/os.py", "os"},
+      {"/opt/py/lib/python3.13t/json/__init__.py", "json"},
+      {"/usr/lib/python3/dist-packages/apt/cache.py", "apt.cache"},
+      {"/venv/lib/python3.11/site-packages/flask/app.py", "flask.app"},
+      {"/work/x/app.py", "work.x.app"},
+      {"./tools/run.py", "tools.run"},
+      {"/home/u/python3.11/x.py", "home.u.python3.11.x"},
+      {"/srv/lib/pythonic/x.py", "srv.lib.pythonic.x"},
+      {"<frozen importlib._bootstrap>", "importlib._bootstrap"},
+      {"<string>", "<string>"},
+      {"", ""},
+  };
+  for (const auto& [file, module] : cases) EXPECT_EQ(ExpectedModuleOf(file), module) << file;
+}
+
 TEST(CollapsedReader, FindsMarkersAndOrderProblems) {
   const std::string python = SpelledPython("m.f (/m.py:1)");
   const std::string lost = SpelledMarker(pyperf::kLostSymbol);

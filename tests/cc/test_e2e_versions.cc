@@ -46,7 +46,6 @@
 #include <thread>
 #include <vector>
 
-#include "PythonFrameFormat.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/python_roots.h"
@@ -519,6 +518,16 @@ class Session {
 
 // --- Expectations ----------------------------------------------------------
 
+// The module PyPerf derives from a file outside any library directory: the
+// path without its leading '/' and ".py", '/' becoming '.' (rule of the
+// README's frame table, written out here independently).
+std::string ModuleOfPlainPath(const std::string& file) {
+  std::string m = file.substr(1);
+  if (m.size() > 3 && m.compare(m.size() - 3, 3, ".py") == 0) m.resize(m.size() - 3);
+  std::replace(m.begin(), m.end(), '/', '.');
+  return m;
+}
+
 // Checks one Python frame: file (as the process sees it), module derived from
 // it, class, function, and the line for the mode: first line in "first";
 // in "current" the line of `call` if given, else a line of the function.
@@ -529,7 +538,7 @@ void ExpectFrame(const PythonFrame& frame, const PythonSource& source, const Run
   SCOPED_TRACE("frame " + frame.qualified_name + " (" + frame.file + ":" +
                std::to_string(frame.line) + ")");
   EXPECT_EQ(frame.file, file);
-  EXPECT_EQ(frame.module, pyperf::PythonModuleName(file));
+  EXPECT_EQ(frame.module, ModuleOfPlainPath(file));
   EXPECT_EQ(frame.class_name, class_name);
   EXPECT_EQ(frame.function, function);
   if (!current_lines) {
@@ -954,16 +963,6 @@ struct NameLink {
   int first_line;
   int current_line;  // the executing line; 0 for the leaf (any line of its loop)
 };
-
-// The module PyPerf derives from a file outside any library directory: the
-// path without its leading '/' and ".py", '/' becoming '.' (rule of the
-// README's frame table, written out here independently).
-std::string ModuleOfPlainPath(const std::string& file) {
-  std::string m = file.substr(1);
-  if (m.size() > 3 && m.compare(m.size() - 3, 3, ".py") == 0) m.resize(m.size() - 3);
-  std::replace(m.begin(), m.end(), '/', '.');
-  return m;
-}
 
 std::string ExpectedFrame(const NameLink& link, int line) {
   std::string text = ModuleOfPlainPath(link.file) + "." +

@@ -102,10 +102,17 @@ struct PythonFrame {
   int line = 0;
 };
 
-// Splits a Python frame. The module is the one PyPerf derives from the file
-// (PythonModuleName), so the name must start with it; what follows is
-// "Class.function" or "function". Nullopt (with `why`) if the frame is not
-// spelled that way.
+// The module a frame of `file` must name, by the README's rule, written out
+// here apart from PyPerf's own code (PythonModuleName) so that a wrong module
+// fails the parse: everything up to the last "lib[64]/pythonX[.Y][t]/",
+// "site-packages/" or "dist-packages/" goes, then leading "/" and "./"; a
+// ".py" suffix goes, "/" becomes ".", and "pkg.__init__" is "pkg";
+// "<frozen m>" is m and other "<...>" names stay as they are.
+std::string ExpectedModuleOf(const std::string& file);
+
+// Splits a Python frame. The module is ExpectedModuleOf(file), so the name
+// must start with it; what follows is "Class.function" or "function".
+// Nullopt (with `why`) if the frame is not spelled that way.
 std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why = nullptr);
 
 // The Python frames of `line`, parsed; frames that do not parse are skipped.
