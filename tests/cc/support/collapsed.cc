@@ -394,4 +394,11 @@ std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lin
   return out;
 }
 
+std::function<bool(const CollapsedLine&)> PythonStackEndsWith(std::vector<std::string> functions,
+                                                              bool rooted) {
+  return [functions = std::move(functions), rooted](const CollapsedLine& line) {
+    return !LinesEndingWith({line}, functions, rooted).empty();
+  };
+}
+
 }  // namespace pyperf_test

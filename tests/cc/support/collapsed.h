@@ -124,6 +124,11 @@ std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line);
 std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
                                            const std::vector<std::string>& functions, bool rooted);
 
+// A predicate on lines: true for a line LinesEndingWith(..., functions,
+// rooted) would select.
+std::function<bool(const CollapsedLine&)> PythonStackEndsWith(std::vector<std::string> functions,
+                                                              bool rooted);
+
 // True if `frame` is a Python frame of `function` (and, when given, of
 // `class_name`; "" requires a plain function).
 bool IsPythonFunction(const std::string& frame, const std::string& function,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iostream>
 #include <regex>
 
 namespace pyperf_test {
@@ -84,6 +85,29 @@ std::optional<uint64_t> DumpCounter(const std::string& stderr_text, const std::s
     sum = sum.value_or(0) + std::stoull(m[1].str());
   }
   return sum;
+}
+
+double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
+                            const std::function<bool(const CollapsedLine&)>& pred,
+                            double min_percent, const std::string& what) {
+  uint64_t total = 0, matching = 0;
+  std::vector<CollapsedLine> others;
+  for (const auto& line : lines) {
+    total += line.count;
+    if (pred(line)) {
+      matching += line.count;
+    } else {
+      others.push_back(line);
+    }
+  }
+  EXPECT_GT(total, 0u) << "no samples to check: " << what;
+  double percent = total ? 100.0 * static_cast<double>(matching) / static_cast<double>(total) : 0;
+  EXPECT_GE(percent, min_percent) << matching << " of " << total << " samples (" << percent
+                                  << "%, at least " << min_percent << "% expected) " << what
+                                  << "; the others:" << Excerpt(others, 8);
+  std::cout << "[ e2e ] " << matching << " of " << total << " samples (" << percent << "%) " << what
+            << std::endl;
+  return percent;
 }
 
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {
