@@ -587,19 +587,11 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
       WaitForStderr(*pyperf, "profiling pid " + std::to_string(workload->pid()) + " ", seconds(60)))
       << "the workload was not picked up; stderr:\n"
       << pyperf->Stderr();
-  auto cpu_ticks = [&] {
-    std::string stat = ReadFile("/proc/" + std::to_string(workload->pid()) + "/stat");
-    unsigned long long utime = 0, stime = 0;
-    size_t paren = stat.rfind(')');
-    if (paren != std::string::npos)
-      std::sscanf(stat.c_str() + paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                  &utime, &stime);
-    return utime + stime;
-  };
-  const auto picked_up = cpu_ticks();
+  const auto picked_up = CpuTicks(workload->pid());
   WaitFor(
       [&] {
-        return cpu_ticks() - picked_up >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK));
+        return CpuTicks(workload->pid()) - picked_up >=
+               static_cast<unsigned long long>(sysconf(_SC_CLK_TCK));
       },
       seconds(60));
   pyperf->Signal(SIGTERM);

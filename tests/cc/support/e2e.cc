@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <iostream>
 #include <regex>
 
@@ -108,6 +109,16 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
   std::cout << "[ e2e ] " << matching << " of " << total << " samples (" << percent << "%) " << what
             << std::endl;
   return percent;
+}
+
+uint64_t CpuTicks(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  unsigned long long utime = 0, stime = 0;
+  size_t paren = stat.rfind(')');  // the comm may hold spaces and parentheses
+  if (paren != std::string::npos)
+    std::sscanf(stat.c_str() + paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                &utime, &stime);
+  return utime + stime;
 }
 
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {

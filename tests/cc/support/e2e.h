@@ -69,6 +69,11 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
                             const std::function<bool(const CollapsedLine&)>& pred,
                             double min_percent, const std::string& what);
 
+// The CPU time process `pid` has used (utime + stime), in clock ticks
+// (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a
+// workload to have run, however busy the machine.
+uint64_t CpuTicks(pid_t pid);
+
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
 
