@@ -10,6 +10,7 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,7 +22,6 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -131,13 +131,23 @@ class OutputProtocolTest : public ::testing::Test {
     return args;
   }
 
-  // Ends a PyPerf with `sig` (once it is ready and has sampled for a second)
-  // and checks it exits 0 leaving exactly one dumped file with the samples.
+  // Waits until the workload has used another `cpu` of CPU time: samples
+  // to dump, however busy the machine is.
+  void WaitForWorkloadCpu(milliseconds cpu) {
+    const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
+    const uint64_t from = CpuTicks(workload_->pid());
+    ASSERT_TRUE(WaitFor([&] { return CpuTicks(workload_->pid()) >= from + ticks; }, seconds(60)))
+        << "the workload did not run";
+  }
+
+  // Ends a PyPerf with `sig` (once it is ready and the workload has run for
+  // a CPU second) and checks it exits 0 leaving exactly one dumped file with
+  // the samples.
   void ExpectFinalDumpOnSignal(int sig) {
     auto pyperf = StartPyPerf(Args({"-o", path_}));
     ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << "stderr:\n"
                                                                             << pyperf->Stderr();
-    std::this_thread::sleep_for(seconds(1));
+    WaitForWorkloadCpu(seconds(1));
     pyperf->Signal(sig);
     auto status = pyperf->Wait(kGProfilerDumpTimeout);
     ASSERT_TRUE(status.has_value())
@@ -174,7 +184,7 @@ TEST_F(OutputProtocolTest, RotatesOnSigusr2AndDumpsOnSigterm) {
   for (size_t dump = 1; dump <= 4; ++dump) {
     const bool last = dump == 4;
     SCOPED_TRACE(last ? "SIGTERM" : "SIGUSR2 #" + std::to_string(dump));
-    std::this_thread::sleep_for(seconds(1));
+    WaitForWorkloadCpu(seconds(1));
     Clock::time_point signalled = Clock::now();
     pyperf->Signal(last ? SIGTERM : SIGUSR2);
     ASSERT_TRUE(WaitFor([&] { return DumpReports(pyperf->Stderr()).size() >= dump; },
@@ -246,10 +256,13 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
 // gProfiler reads PyPerf's stderr only at each snapshot: in between, a
 // verbose PyPerf fills the pipe. That must never delay a dump nor the exit.
 TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
-  constexpr auto kRun = seconds(60);
-  constexpr auto kDumpEvery = seconds(5);
+  constexpr size_t kDumps = 5;
   constexpr auto kDumpDeadline = seconds(1);  // gProfiler's patience, not a benchmark
   constexpr auto kExitDeadline = seconds(10);
+  // A pipe reports room only while a page is free: it stops taking lines
+  // once its 4th page is begun, its first three full but for the tail a
+  // line did not fit in (PyPerf's lines here are shorter than 512 bytes).
+  constexpr size_t kFullPipeBytes = 3 * (4096 - 512);
 
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
@@ -266,12 +279,22 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
               FileExists(path_))
       << path_ << " did not appear within " << kPyPerfTimeout.count() << " s";
 
-  // gProfiler's snapshot cadence: SIGUSR2 every 5 s, then SIGTERM at the end,
-  // which writes the last interval's file.
-  auto started = std::chrono::steady_clock::now();
+  // What -v 4 prints fills the pipe within a minute or so: wait until it
+  // has (PyPerf's own output is the signal), then gProfiler's cadence,
+  // SIGUSR2 after each stretch of the workload's run, and SIGTERM at the
+  // end, which writes the last interval's file.
+  auto unread = [&] {
+    int bytes = 0;
+    ioctl(stderr_read_end.get(), FIONREAD, &bytes);
+    return static_cast<size_t>(bytes);
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return unread() >= kFullPipeBytes || !pyperf->Running(); }, seconds(300)) &&
+      pyperf->Running())
+      << "the pipe holds " << unread() << " bytes, not yet full";
   size_t dumps = 0;
-  for (auto at = started + kDumpEvery; at < started + kRun; at += kDumpEvery) {
-    std::this_thread::sleep_until(at);
+  for (; dumps < kDumps;) {
+    WaitForWorkloadCpu(milliseconds(500));
     SCOPED_TRACE("SIGUSR2 #" + std::to_string(dumps + 1));
     ASSERT_TRUE(pyperf->Running()) << "PyPerf exited with " << pyperf->ExitCode();
     pyperf->Signal(SIGUSR2);
@@ -280,7 +303,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
         << "no new " << path_ << ".* within " << kDumpDeadline.count() << " s of the signal";
   }
 
-  std::this_thread::sleep_until(started + kRun);
+  WaitForWorkloadCpu(milliseconds(500));
   pyperf->Signal(SIGTERM);
   auto status = pyperf->Wait(kExitDeadline);
   ASSERT_TRUE(status.has_value()) << "still running " << kExitDeadline.count()
@@ -303,12 +326,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
   ssize_t n;
   while ((n = read(stderr_read_end.get(), buf, sizeof(buf))) > 0)
     text.append(buf, static_cast<size_t>(n));
-  // A pipe reports room only while a page is free: it stops taking lines
-  // once its 4th page is begun, its first three full but for the tail a
-  // line did not fit in (PyPerf's lines here are shorter than 512 bytes).
-  EXPECT_GT(text.size(), static_cast<size_t>(3 * (4096 - 512)))
-      << "PyPerf wrote too little to fill the pipe:\n"
-      << text;
+  EXPECT_GE(text.size(), kFullPipeBytes) << "PyPerf wrote too little to fill the pipe:\n" << text;
   EXPECT_TRUE(text.empty() || text.back() == '\n') << "a torn last line";
   // "Ready to profile" is not looked for: on a host with many processes, -v 4
   // fills the pipe at start-up, and then it is one of the lines dropped.

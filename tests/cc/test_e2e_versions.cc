@@ -43,7 +43,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -449,10 +448,25 @@ class Session {
                  (FileExists(out_dir.File("current")) || !current->Running());
         },
         kPyPerfTimeout);
+    // The targets' CPU time paces the dumps: a second of it between two.
+    auto targets_cpu = [&] {
+      uint64_t ticks = 0;
+      for (const auto& [name, run] : running_) {
+        if (run->process) ticks += CpuTicks(run->pid);
+        if (run->names_process) ticks += CpuTicks(run->names_pid);
+      }
+      return ticks;
+    };
     if (ready && first->Running() && current->Running()) {
       auto deadline = std::chrono::steady_clock::now() + kProfileDeadline;
       while (std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(seconds(1));
+        const uint64_t from = targets_cpu();
+        WaitFor(
+            [&] {
+              return targets_cpu() >= from + static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) ||
+                     !first->Running() || !current->Running();
+            },
+            seconds(30));
         first->Signal(SIGUSR2);
         current->Signal(SIGUSR2);
         first_dumps.ReadNew(&profiles_.first);
