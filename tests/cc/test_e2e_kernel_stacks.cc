@@ -70,7 +70,7 @@ std::optional<std::string> ThreadOf(const CollapsedLine& line) {
 std::set<std::string> CallsNamed(const CollapsedLine& line) {
   std::set<std::string> named;
   for (const auto& frame : FramesOfKind(line, FrameKind::kKernel)) {
-    std::string name = frame.substr(0, frame.size() - std::string("_[k]").size());
+    std::string name = frame.substr(0, frame.size() - pyperf::kKernelSuffix.size());
     for (const auto& [thread, calls] : OwnCalls())
       if (calls.count(name)) named.insert(thread);
   }
@@ -159,6 +159,8 @@ TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames)
   ASSERT_TRUE(emptied) << "the kernel stacks map was never emptied after it filled; stderr:\n"
                        << pyperf->Stderr();
 
+  const std::string lost_marker =
+      pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kLostKernelStack);
   uint64_t wrong = 0, lost = 0, right = 0;
   for (size_t i = 0; i < dumps.size(); ++i) {
     SCOPED_TRACE("dump " + std::to_string(i));
@@ -166,8 +168,7 @@ TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames)
     std::vector<CollapsedLine> wrong_lines;
     for (const auto& line : dumps[i].profile.OfPid(workload->pid())) {
       const auto& f = line.frames;
-      if (std::find(f.begin(), f.end(), "[Lost Kernel Stack]_[pe]") != f.end())
-        marked += line.count;
+      if (std::find(f.begin(), f.end(), lost_marker) != f.end()) marked += line.count;
       auto thread = ThreadOf(line);
       if (!thread) continue;
       auto named = CallsNamed(line);
