@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -104,13 +105,13 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   return 0;
 }
 )";
-  auto bpf = pyperf::CompileBpfProgram(
-      program, {"-DTARGET_PID=" + std::to_string(getpid()),
-                "-DFS_OFFSET=" + std::to_string(offsets->fs_base),
-                "-DSTACK_OFFSET=" + std::to_string(offsets->stack)});
+  auto bpf =
+      pyperf::CompileBpfProgram(program, {"-DTARGET_PID=" + std::to_string(getpid()),
+                                          "-DFS_OFFSET=" + std::to_string(offsets->fs_base),
+                                          "-DSTACK_OFFSET=" + std::to_string(offsets->stack)});
   ASSERT_TRUE(bpf.ok()) << bpf.error();
-  auto st = (*bpf)->attach_perf_event(1 /*PERF_TYPE_SOFTWARE*/, 0 /*CPU_CLOCK*/, "on_sample",
-                                      0, 997);
+  auto st =
+      (*bpf)->attach_perf_event(1 /*PERF_TYPE_SOFTWARE*/, 0 /*CPU_CLOCK*/, "on_sample", 0, 997);
   ASSERT_TRUE(st.ok()) << st.msg();
 
   std::atomic<pid_t> worker_tid{0};
@@ -124,19 +125,25 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     volatile unsigned long spin = 0;
     while (!stop) ++spin;
   });
-  usleep(500 * 1000);
+  // Until the program has seen the busy thread and more than 10 user-mode
+  // samples, however long a busy machine takes to give them.
+  auto table = (*bpf)->get_hash_table<uint32_t, uint64_t>("fsbase_by_tid");
+  auto checks = (*bpf)->get_array_table<uint64_t>("stack_check");
+  uint64_t seen = 0, total = 0, match = 0;
+  pyperf_test::WaitFor(
+      [&] {
+        checks.get_value(0, total);
+        return worker_tid != 0 &&
+               table.get_value(static_cast<uint32_t>(worker_tid.load()), seen).ok() && total > 10;
+      },
+      std::chrono::seconds(60));
+  (*bpf)->detach_perf_event(1, 0);
   stop = true;
   worker.join();
-  (*bpf)->detach_perf_event(1, 0);
 
-  auto table = (*bpf)->get_hash_table<uint32_t, uint64_t>("fsbase_by_tid");
-  uint64_t seen = 0;
   ASSERT_TRUE(table.get_value(static_cast<uint32_t>(worker_tid.load()), seen).ok())
       << "no sample of the busy thread arrived";
   EXPECT_EQ(seen, worker_fs.load());
-
-  auto checks = (*bpf)->get_array_table<uint64_t>("stack_check");
-  uint64_t total = 0, match = 0;
   checks.get_value(0, total);
   checks.get_value(1, match);
   ASSERT_GT(total, 10u) << "too few user-mode samples";

@@ -289,30 +289,143 @@ TEST(DebugOffsetsCoverage, OnlyVersionsWithDebugOffsetsHaveALayout) {
   EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 14, 0}).empty());
 }
 
-// Made-up _Py_DebugOffsets bytes for `v` holding the table's values, as an
-// interpreter whose layout matches the table would publish them.
+// Where each member the fakes below write lies in _Py_DebugOffsets (3.13,
+// 3.14), and the struct's size up to the last member PyPerf reads, as
+// literals: offsetof()
+// from the interpreters' own headers (pyenv's 3.13.0 pycore_runtime.h,
+// Debian sid's 3.14 pycore_debug_offsets.h), not PyPerf's layout, so a member
+// PyPerf places wrongly makes the made-up bytes disagree with it.
+struct LiteralPosition {
+  const char* member;
+  size_t in313, in314;
+};
+constexpr LiteralPosition kLiteralPositions[] = {
+    {"version", 8, 8},
+    {"free_threaded", 16, 16},
+    {"runtime_state.size", 24, 24},
+    {"runtime_state.interpreters_head", 40, 40},
+    {"interpreter_state.size", 48, 48},
+    {"interpreter_state.next", 64, 64},
+    {"interpreter_state.threads_head", 72, 72},
+    {"thread_state.size", 152, 176},
+    {"thread_state.next", 168, 192},
+    {"thread_state.current_frame", 184, 208},
+    {"thread_state.thread_id", 192, 216},
+    {"thread_state.native_thread_id", 200, 224},
+    {"interpreter_frame.size", 224, 248},
+    {"interpreter_frame.previous", 232, 256},
+    {"interpreter_frame.executable", 240, 264},
+    {"interpreter_frame.instr_ptr", 248, 272},
+    {"interpreter_frame.localsplus", 256, 280},
+    {"interpreter_frame.owner", 264, 288},
+    {"code_object.size", 272, 312},
+    {"code_object.filename", 280, 320},
+    {"code_object.name", 288, 328},
+    {"code_object.linetable", 304, 344},
+    {"code_object.firstlineno", 312, 352},
+    {"code_object.argcount", 320, 360},
+    {"code_object.localsplusnames", 328, 368},
+    {"code_object.co_code_adaptive", 344, 384},
+    {"pyobject.size", 352, 400},
+    {"pyobject.ob_type", 360, 408},
+    {"type_object.size", 368, 416},
+    {"type_object.tp_name", 376, 424},
+    {"tuple_object.size", 400, 448},
+    {"tuple_object.ob_item", 408, 456},
+    {"tuple_object.ob_size", 416, 464},
+    {"bytes_object.size", 512, 592},
+    {"bytes_object.ob_sval", 528, 608},
+    {"unicode_object.size", 536, 616},
+    {"unicode_object.state", 544, 624},
+    {"unicode_object.length", 552, 632},
+    {"unicode_object.asciiobject_size", 560, 640},
+};
+// The struct's bytes through unicode_object.asciiobject_size.
+constexpr size_t kLiteralBytes313 = 568, kLiteralBytes314 = 648;
+
+std::map<std::string, size_t> LiteralPositionsOf(const PythonVersion& v) {
+  std::map<std::string, size_t> positions;
+  for (const LiteralPosition& p : kLiteralPositions)
+    positions[p.member] = v.minor == 13 ? p.in313 : p.in314;
+  return positions;
+}
+
+// Which pyperf_offsets field each _Py_DebugOffsets member must feed, as the
+// headers' names say (written out here, not taken from
+// DebugOffsetsCoverageTable()).
+const std::vector<std::pair<std::string, pp_s64 pyperf_offsets::*>>& FieldsByMember() {
+  static const std::vector<std::pair<std::string, pp_s64 pyperf_offsets::*>> fields = {
+      {"pyobject.ob_type", &pyperf_offsets::object_type},
+      {"type_object.tp_name", &pyperf_offsets::type_name},
+      {"tuple_object.ob_item", &pyperf_offsets::tuple_items},
+      {"tuple_object.ob_size", &pyperf_offsets::var_object_size},
+      {"unicode_object.asciiobject_size", &pyperf_offsets::string_data},
+      {"unicode_object.state", &pyperf_offsets::unicode_state},
+      {"unicode_object.length", &pyperf_offsets::unicode_length},
+      {"code_object.filename", &pyperf_offsets::code_filename},
+      {"code_object.name", &pyperf_offsets::code_name},
+      {"code_object.firstlineno", &pyperf_offsets::code_firstlineno},
+      {"code_object.argcount", &pyperf_offsets::code_argcount},
+      {"code_object.localsplusnames", &pyperf_offsets::code_varnames},
+      {"code_object.linetable", &pyperf_offsets::code_linetable},
+      {"code_object.co_code_adaptive", &pyperf_offsets::code_code_adaptive},
+      {"bytes_object.ob_sval", &pyperf_offsets::bytes_data},
+      {"interpreter_frame.previous", &pyperf_offsets::frame_back},
+      {"interpreter_frame.executable", &pyperf_offsets::frame_code},
+      {"interpreter_frame.localsplus", &pyperf_offsets::frame_localsplus},
+      {"interpreter_frame.instr_ptr", &pyperf_offsets::frame_prev_instr},
+      {"interpreter_frame.owner", &pyperf_offsets::frame_owner},
+      {"thread_state.current_frame", &pyperf_offsets::tstate_frame},
+      {"thread_state.next", &pyperf_offsets::tstate_next},
+      {"thread_state.thread_id", &pyperf_offsets::tstate_thread_id},
+      {"thread_state.native_thread_id", &pyperf_offsets::tstate_native_thread_id},
+      {"interpreter_state.threads_head", &pyperf_offsets::interp_tstate_head},
+      {"interpreter_state.next", &pyperf_offsets::interp_next},
+      {"runtime_state.interpreters_head", &pyperf_offsets::runtime_interp_head},
+  };
+  return fields;
+}
+
+// Made-up _Py_DebugOffsets bytes for `v` (3.13 or 3.14) holding the table's
+// values, as an interpreter whose layout matches the table would publish
+// them; every struct size is 64 KiB, room for any offset of the tables.
 std::vector<unsigned char> FakeDebugOffsets(const PythonVersion& v, const pyperf_offsets& table,
                                             bool free_threaded = false) {
-  const auto& layout = DebugOffsetsLayout(v);
-  std::vector<unsigned char> bytes(layout.back().position + 8, 0);
+  const auto positions = LiteralPositionsOf(v);
+  std::vector<unsigned char> bytes(v.minor == 13 ? kLiteralBytes313 : kLiteralBytes314, 0);
   std::memcpy(bytes.data(), "xdebugpy", 8);
   auto put = [&](const std::string& member, uint64_t value) {
-    for (const DebugOffsetsMember& m : layout) {
-      if (member == m.path) {
-        for (int i = 0; i < 8; ++i) bytes[m.position + i] = (value >> (8 * i)) & 0xff;
-        return;
-      }
+    auto it = positions.find(member);
+    if (it == positions.end()) {
+      ADD_FAILURE() << "no literal position for " << member;
+      return;
     }
-    ADD_FAILURE() << "no member " << member;
+    for (int i = 0; i < 8; ++i) bytes[it->second + i] = (value >> (8 * i)) & 0xff;
   };
   put("version",
       (uint64_t(v.major) << 24) | (uint64_t(v.minor) << 16) | (uint64_t(v.micro) << 8) | 0xf0);
   put("free_threaded", free_threaded ? 1 : 0);
-  for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
-    put(c.member, static_cast<uint64_t>(table.*c.member_of_offsets));
-    put(c.size_member, 1 << 16);  // room for every offset of the tables
-  }
+  for (const auto& [member, field] : FieldsByMember())
+    put(member, static_cast<uint64_t>(table.*field));
+  for (const char* size :
+       {"runtime_state.size", "interpreter_state.size", "thread_state.size",
+        "interpreter_frame.size", "code_object.size", "pyobject.size", "type_object.size",
+        "tuple_object.size", "bytes_object.size", "unicode_object.size"})
+    put(size, 1 << 16);
   return bytes;
+}
+
+// The literal layout is the headers' where they can be asked: the fakes
+// test PyPerf against the interpreters, not against a stale transcription.
+TEST_P(DebugOffsetsAgainstHeaders, TheTestsLiteralPositionsMatchTheHeader) {
+  RESOLVE_OR_RETURN();
+  auto facts = ProbeHeaders(headers_);
+  ASSERT_TRUE(facts.ok()) << facts.error();
+  for (const auto& [member, position] : LiteralPositionsOf(headers_.version)) {
+    auto it = facts->positions.find(member);
+    ASSERT_NE(it, facts->positions.end()) << member << " is not probed";
+    EXPECT_EQ(position, it->second) << member << " in " << headers_.version.ToString();
+  }
 }
 
 TEST(ParseDebugOffsets, RoundTripsTheTable) {

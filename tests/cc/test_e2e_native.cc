@@ -62,6 +62,13 @@ std::string Native(const std::string& name) {
 const std::string kEvalLoop = Native("_PyEval_EvalFrameDefault");
 const std::string kSpinMethod = Native("pyperf_e2e::Spinner::spin(int)");
 
+// The share of a busy loop's samples that must show its whole native chain
+// in order (what each test's comment says the rest may be).
+constexpr double kInOrderPercent = 95.0;
+// The share of a thread looping on a system call whose samples must show it
+// under the syscall entry: the rest of its time is user code around the call.
+constexpr double kSyscallPercent = 60.0;
+
 // ---------------------------------------------------------------------------
 // Processes
 
@@ -484,20 +491,14 @@ size_t ExpectNamesNeverLie(const std::vector<CollapsedLine>& lines) {
 // ---------------------------------------------------------------------------
 // The zlib workload
 
-// Samples of `lines` whose frames match `order` (matchers, root to leaf, not
-// necessarily adjacent); the lines that do not go to *others.
-uint64_t SamplesInOrder(const std::vector<CollapsedLine>& lines,
-                        const std::vector<std::function<bool(const std::string&)>>& order,
-                        std::vector<CollapsedLine>* others) {
-  uint64_t n = 0;
-  for (const auto& line : lines) {
-    if (FindInOrder(line.frames, order)) {
-      n += line.count;
-    } else {
-      others->push_back(line);
-    }
-  }
-  return n;
+using FrameMatcher = std::function<bool(const std::string&)>;
+
+// A predicate on lines: their frames match `order` (matchers, root to leaf,
+// not necessarily adjacent).
+std::function<bool(const CollapsedLine&)> InOrder(std::vector<FrameMatcher> order) {
+  return [order = std::move(order)](const CollapsedLine& line) {
+    return FindInOrder(line.frames, order).has_value();
+  };
 }
 
 auto Frame(const std::string& exact) {
@@ -523,7 +524,7 @@ auto SyscallEntry() {
 // the read thread's native frames between Python and the kernel, honest
 // fallbacks, few unwinding errors.
 void CheckZlibProfile(const CollapsedProfile& profile, pid_t pid,
-                      const std::vector<std::function<bool(const std::string&)>>& compress_order) {
+                      const std::vector<FrameMatcher>& compress_order) {
   auto lines = profile.OfPid(pid);
   ASSERT_FALSE(lines.empty()) << "no samples of pid " << pid;
   int reported = 0;
@@ -548,27 +549,30 @@ void CheckZlibProfile(const CollapsedProfile& profile, pid_t pid,
       << SumCounts(wrong_outermost) << " samples whose outermost native frame is not " << kEvalLoop
       << " or that show it twice:" << Excerpt(wrong_outermost);
 
+  // compress_loop spends its time in zlib.compress at level 9, nearly all of
+  // it under deflate (measured: 98-100% of the samples show the whole chain
+  // in order); the rest is zlib.compress's set-up and the result's
+  // allocation, and unwinding errors (5% at most, checked above).
   auto compress = LinesIn(profile, pid, "compress_loop");
   ASSERT_FALSE(compress.empty()) << "no samples in compress_loop:" << Excerpt(lines);
-  std::vector<CollapsedLine> others;
-  uint64_t in_order = SamplesInOrder(compress, compress_order, &others);
-  uint64_t total = SumCounts(compress);
-  EXPECT_GE(2 * in_order, total) << in_order << " of " << total
-                                 << " compress_loop samples show the expected native frames in "
-                                    "order; the others:"
-                                 << Excerpt(others);
-  std::cout << "[ e2e ] pid " << pid << ": " << in_order << " of " << total
-            << " compress_loop samples with the expected native frames in order" << std::endl;
+  ExpectShareOfSamples(
+      compress,
+      [&](const CollapsedLine& line) {
+        return FindInOrder(line.frames, compress_order).has_value();
+      },
+      kInOrderPercent, "of compress_loop show the expected native frames in order");
 
+  // read_loop reads 64 KiB of /dev/zero per call: in the kernel, under
+  // _Py_read, for most of its time (measured: 76-82%); the rest is the GIL
+  // handoff and the buffer's allocation around each read.
   auto reads = OtherThreadLinesIn(profile, pid, "read_loop");
   ASSERT_FALSE(reads.empty()) << "no samples of the syscall-loop thread:" << Excerpt(lines);
-  others.clear();
-  uint64_t through = SamplesInOrder(
-      reads,
-      {PythonFunction("read_loop"), Frame(kEvalLoop), Frame(Native("_Py_read")), SyscallEntry()},
-      &others);
-  EXPECT_GT(through, 0u) << "no read_loop sample goes read_loop -> " << kEvalLoop << " -> "
-                         << Native("_Py_read") << " -> syscall entry:" << Excerpt(reads);
+  ExpectShareOfSamples(reads,
+                       InOrder({PythonFunction("read_loop"), Frame(kEvalLoop),
+                                Frame(Native("_Py_read")), SyscallEntry()}),
+                       kSyscallPercent,
+                       "of read_loop go read_loop -> " + kEvalLoop + " -> " + Native("_Py_read") +
+                           " -> syscall entry");
 }
 
 // ---------------------------------------------------------------------------
@@ -742,31 +746,25 @@ TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
     if (line.text.find("_ZN") != std::string::npos) mangled.push_back(line);
   EXPECT_TRUE(mangled.empty()) << "mangled names in the output:" << Excerpt(mangled);
 
+  // call_spin calls the C++ spin loop and nothing else (measured: 98-99% of
+  // its samples end in the method; the rest enter or leave the ctypes call).
   auto calls = LinesIn(run.profile, pid, "call_spin");
   ASSERT_FALSE(calls.empty()) << "no samples in call_spin:" << Excerpt(lines);
-  uint64_t good = 0;
-  std::vector<CollapsedLine> others;
-  for (const auto& line : calls) {
-    auto native = FramesOfKind(line, FrameKind::kNative);
-    bool order = FindInOrder(line.frames, {PythonFunction("call_spin"), Frame(kEvalLoop),
-                                           Frame(Native("ffi_call")),
-                                           Frame(Native("pyperf_e2e_spin")), Frame(kSpinMethod)})
-                     .has_value();
-    // The method is the innermost native frame: only kernel frames follow.
-    bool leaf = !native.empty() && native.back() == kSpinMethod && !FrameOrderProblem(line);
-    if (order && leaf) {
-      good += line.count;
-    } else {
-      others.push_back(line);
-    }
-  }
-  uint64_t total = SumCounts(calls);
-  EXPECT_GE(2 * good, total) << good << " of " << total << " call_spin samples go call_spin -> "
-                             << kEvalLoop << " -> " << Native("ffi_call") << " -> "
-                             << Native("pyperf_e2e_spin") << " -> " << kSpinMethod
-                             << " (innermost native); the others:" << Excerpt(others);
-  std::cout << "[ e2e ] " << python->name << ": " << good << " of " << total
-            << " call_spin samples end in " << kSpinMethod << std::endl;
+  ExpectShareOfSamples(
+      calls,
+      [](const CollapsedLine& line) {
+        auto native = FramesOfKind(line, FrameKind::kNative);
+        bool order = InOrder({PythonFunction("call_spin"), Frame(kEvalLoop),
+                              Frame(Native("ffi_call")), Frame(Native("pyperf_e2e_spin")),
+                              Frame(kSpinMethod)})(line);
+        // The method is the innermost native frame: only kernel frames follow.
+        return order && !native.empty() && native.back() == kSpinMethod &&
+               !FrameOrderProblem(line);
+      },
+      kInOrderPercent,
+      "of " + python->name + "'s call_spin go call_spin -> " + kEvalLoop + " -> " +
+          Native("ffi_call") + " -> " + Native("pyperf_e2e_spin") + " -> " + kSpinMethod +
+          " (innermost native)");
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, NativeCxxTest,
@@ -818,15 +816,14 @@ TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
     SCOPED_TRACE(expected);
     auto calls = LinesIn(run->profile, pid, "call_spin");
     ASSERT_FALSE(calls.empty()) << Excerpt(run->profile.OfPid(pid));
-    uint64_t named = 0;
-    for (const auto& line : calls) {
-      auto native = FramesOfKind(line, FrameKind::kNative);
-      if (!native.empty() && native.back() == expected) named += line.count;
-    }
-    // The spin loop is where call_spin's time goes.
-    EXPECT_GE(2 * named, SumCounts(calls))
-        << named << " of " << SumCounts(calls) << " samples end in " << expected << ":"
-        << Excerpt(calls, 3);
+    // The spin loop is where call_spin's time goes (as in the test above).
+    ExpectShareOfSamples(
+        calls,
+        [&](const CollapsedLine& line) {
+          auto native = FramesOfKind(line, FrameKind::kNative);
+          return !native.empty() && native.back() == expected;
+        },
+        kInOrderPercent, "of call_spin end in " + expected);
   }
 }
 
@@ -853,10 +850,9 @@ TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
       << " samples with native frames or markers:" << Excerpt(with_native);
   EXPECT_FALSE(LinesIn(run.profile, pid, "compress_loop").empty())
       << "no compress_loop samples:" << Excerpt(lines);
-  auto reads = OtherThreadLinesIn(run.profile, pid, "read_loop");
-  std::vector<CollapsedLine> unused;
-  EXPECT_GT(SamplesInOrder(reads, {PythonFunction("read_loop"), SyscallEntry()}, &unused), 0u)
-      << "no read_loop sample with syscall-entry kernel frames under it:" << Excerpt(reads);
+  ExpectShareOfSamples(OtherThreadLinesIn(run.profile, pid, "read_loop"),
+                       InOrder({PythonFunction("read_loop"), SyscallEntry()}), kSyscallPercent,
+                       "of read_loop show syscall-entry kernel frames under it");
 }
 
 // The native cache's figures from the last dump line on PyPerf's stderr.
@@ -933,10 +929,9 @@ TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
     EXPECT_NE(stacks.front().second.find(std::string(kEvalLoop) + ";"), std::string::npos)
         << "the most common stack: " << stacks.front().second;
   }
+  // (That the entries serve every process mapping the file, not one, is
+  // ASecondProcessOfTheSameFilesAddsNoMisses' to show.)
   EXPECT_GT(counters->hit_rate, 0.9) << cached.stderr_text;
-  EXPECT_LT(counters->entries * 10, native_frames)
-      << counters->entries << " entries for " << native_frames
-      << " native frames printed over 3 processes: lookups are not shared";
   EXPECT_GE(counters->hits + counters->misses, 1u);
   std::cout << "[ e2e ] cache on, 3 processes: " << cached.profile.TotalSamples() << " samples, "
             << native_frames << " native frames, hits " << counters->hits << ", misses "
@@ -962,6 +957,93 @@ TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
       for (const auto& f : FramesOfKind(line, FrameKind::kPython)) python_b.insert(f);
     EXPECT_EQ(python_a, python_b);
   }
+}
+
+// The native unwinder's counters from the last -v 3 "round" line PyPerf
+// printed (they are cumulative).
+struct NativeRound {
+  unsigned long long round = 0, unwinds = 0, hits = 0, misses = 0, entries = 0, processes = 0;
+};
+
+std::optional<NativeRound> LastNativeRound(const std::string& stderr_text) {
+  std::optional<NativeRound> last;
+  for (const auto& line : SplitLines(stderr_text)) {
+    NativeRound r;
+    if (sscanf(line.c_str(),
+               "PyPerf: round %llu: native unwinds %llu, frames %*u, errors %*u; name cache hits "
+               "%llu, misses %llu, entries %llu, bytes %*u, evictions %*u; modules %*u; "
+               "processes %llu",
+               &r.round, &r.unwinds, &r.hits, &r.misses, &r.entries, &r.processes) == 6)
+      last = r;
+  }
+  return last;
+}
+
+// Case 6: names are cached by (file, offset) for every process that maps the
+// file, not per process. Process A runs alone (B stopped) until its lookups
+// stop missing; then A stops and B, the same interpreter running the same
+// loop, runs: B's frames are at the offsets A's were, so they must hit. A
+// cache per process would miss each of them once more.
+TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
+  auto python = FindInterpreter("3.11");
+  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
+  PYPERF_REQUIRE_BPF();
+  auto a = StartWorkload(*python, "native_busy_loop.py");
+  auto b = StartWorkload(*python, "native_busy_loop.py");
+  ASSERT_TRUE(a && b);
+  b->Signal(SIGSTOP);
+  auto pyperf = StartPyPerf({"-v", "3", "-F", std::to_string(kFrequencyHz), "-p",
+                             std::to_string(a->pid()), "-p", std::to_string(b->pid())});
+  auto round = [&] { return LastNativeRound(pyperf->Stderr()); };
+
+  // A alone, until a round line (one a second at most) shows no new miss
+  // after 300 more unwinds.
+  std::optional<NativeRound> settled;
+  NativeRound mark;
+  bool a_settled = WaitFor(
+      [&] {
+        auto now = round();
+        if (!now || !pyperf->Running()) return !pyperf->Running();
+        if (now->misses != mark.misses) mark = *now;
+        if (now->unwinds >= mark.unwinds + 300) settled = now;
+        return settled.has_value();
+      },
+      seconds(120));
+  ASSERT_TRUE(a_settled && settled) << "A's lookups never stopped missing; stderr:\n"
+                                    << pyperf->Stderr();
+  ASSERT_GE(settled->entries, 3u) << "too few names cached to tell: " << pyperf->Stderr();
+
+  // Then B alone, for as many unwinds again.
+  a->Signal(SIGSTOP);
+  b->Signal(SIGCONT);
+  std::optional<NativeRound> after;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto now = round();
+        if (now && now->unwinds >= settled->unwinds + 400) after = now;
+        return after.has_value() || !pyperf->Running();
+      },
+      seconds(120)))
+      << "B was not unwound; stderr:\n"
+      << pyperf->Stderr();
+  ASSERT_TRUE(after.has_value()) << pyperf->Stderr();
+  b->Signal(SIGSTOP);
+  pyperf->Signal(SIGTERM);
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf -v 3", kPyPerfTimeout);
+  ASSERT_FALSE(run.profile.OfPid(b->pid()).empty()) << "no samples of B";
+
+  unsigned long long new_misses = after->misses - settled->misses;
+  std::cout << "[ e2e ] A alone: " << settled->unwinds << " unwinds, " << settled->misses
+            << " misses, " << settled->entries
+            << " names cached; then B alone: " << after->unwinds - settled->unwinds << " unwinds, "
+            << new_misses << " new misses" << std::endl;
+  // A per-process cache misses on each of B's distinct frames, about as many
+  // as A cached (measured: 20); a shared one only on an offset A never
+  // happened to hit (measured: 0-2).
+  EXPECT_LE(new_misses * 2, settled->entries)
+      << new_misses << " new misses for B after A cached " << settled->entries
+      << " names: B's lookups of the same (file, offset) do not find A's; stderr:\n"
+      << run.stderr_text;
 }
 
 }  // namespace

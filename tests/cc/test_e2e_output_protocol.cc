@@ -7,8 +7,10 @@
 // collapsed-output reader the e2e tests use.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +22,6 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -92,7 +93,7 @@ int64_t Centis(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count() / 10;
 }
 
-// Checks a delivered file: its name, that every line parses, that its counts
+// Checks a delivered file: its name, that every line parses (ParseCollapsed), that its counts
 // add up to what PyPerf reported, and that it holds the workload's stacks.
 void ExpectDelivered(const std::string& file, const std::string& path, const DumpReport& report,
                      pid_t workload) {
@@ -103,9 +104,6 @@ void ExpectDelivered(const std::string& file, const std::string& path, const Dum
       << "not PATH.<YYYYmmddHHMMSScc>";
   EXPECT_EQ(report.output, file) << "the file the stderr line names";
   CollapsedProfile profile = ParseCollapsed(ReadFile(file));
-  EXPECT_TRUE(profile.unparseable.empty())
-      << profile.unparseable.size()
-      << " unparseable lines, the first: " << profile.unparseable.front();
   EXPECT_EQ(profile.TotalSamples(), report.samples) << "the counts in the file vs. stderr";
   EXPECT_GT(report.samples, 0u);
   bool has_main_busy = false;
@@ -133,13 +131,23 @@ class OutputProtocolTest : public ::testing::Test {
     return args;
   }
 
-  // Ends a PyPerf with `sig` (once it is ready and has sampled for a second)
-  // and checks it exits 0 leaving exactly one dumped file with the samples.
+  // Waits until the workload has used another `cpu` of CPU time: samples
+  // to dump, however busy the machine is.
+  void WaitForWorkloadCpu(milliseconds cpu) {
+    const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
+    const uint64_t from = CpuTicks(workload_->pid());
+    ASSERT_TRUE(WaitFor([&] { return CpuTicks(workload_->pid()) >= from + ticks; }, seconds(60)))
+        << "the workload did not run";
+  }
+
+  // Ends a PyPerf with `sig` (once it is ready and the workload has run for
+  // a CPU second) and checks it exits 0 leaving exactly one dumped file with
+  // the samples.
   void ExpectFinalDumpOnSignal(int sig) {
     auto pyperf = StartPyPerf(Args({"-o", path_}));
     ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << "stderr:\n"
                                                                             << pyperf->Stderr();
-    std::this_thread::sleep_for(seconds(1));
+    WaitForWorkloadCpu(seconds(1));
     pyperf->Signal(sig);
     auto status = pyperf->Wait(kGProfilerDumpTimeout);
     ASSERT_TRUE(status.has_value())
@@ -176,7 +184,7 @@ TEST_F(OutputProtocolTest, RotatesOnSigusr2AndDumpsOnSigterm) {
   for (size_t dump = 1; dump <= 4; ++dump) {
     const bool last = dump == 4;
     SCOPED_TRACE(last ? "SIGTERM" : "SIGUSR2 #" + std::to_string(dump));
-    std::this_thread::sleep_for(seconds(1));
+    WaitForWorkloadCpu(seconds(1));
     Clock::time_point signalled = Clock::now();
     pyperf->Signal(last ? SIGTERM : SIGUSR2);
     ASSERT_TRUE(WaitFor([&] { return DumpReports(pyperf->Stderr()).size() >= dump; },
@@ -240,7 +248,6 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
   ASSERT_EQ(reports.size(), 1u) << "stderr:\n" << pyperf->Stderr();
   EXPECT_EQ(reports[0].output, "stdout");
   CollapsedProfile profile = ParseCollapsed(pyperf->Stdout());
-  EXPECT_TRUE(profile.unparseable.empty()) << profile.unparseable.front();
   EXPECT_EQ(profile.TotalSamples(), reports[0].samples);
   EXPECT_FALSE(profile.OfPid(workload_->pid()).empty()) << "stdout:\n" << pyperf->Stdout();
   EXPECT_TRUE(DumpedFiles(path_).empty());
@@ -249,10 +256,13 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
 // gProfiler reads PyPerf's stderr only at each snapshot: in between, a
 // verbose PyPerf fills the pipe. That must never delay a dump nor the exit.
 TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
-  constexpr auto kRun = seconds(60);
-  constexpr auto kDumpEvery = seconds(5);
+  constexpr size_t kDumps = 5;
   constexpr auto kDumpDeadline = seconds(1);  // gProfiler's patience, not a benchmark
   constexpr auto kExitDeadline = seconds(10);
+  // A pipe reports room only while a page is free: it stops taking lines
+  // once its 4th page is begun, its first three full but for the tail a
+  // line did not fit in (PyPerf's lines here are shorter than 512 bytes).
+  constexpr size_t kFullPipeBytes = 3 * (4096 - 512);
 
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
@@ -269,12 +279,22 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
               FileExists(path_))
       << path_ << " did not appear within " << kPyPerfTimeout.count() << " s";
 
-  // gProfiler's snapshot cadence: SIGUSR2 every 5 s, then SIGTERM at the end,
-  // which writes the last interval's file.
-  auto started = std::chrono::steady_clock::now();
+  // What -v 4 prints fills the pipe within a minute or so: wait until it
+  // has (PyPerf's own output is the signal), then gProfiler's cadence,
+  // SIGUSR2 after each stretch of the workload's run, and SIGTERM at the
+  // end, which writes the last interval's file.
+  auto unread = [&] {
+    int bytes = 0;
+    ioctl(stderr_read_end.get(), FIONREAD, &bytes);
+    return static_cast<size_t>(bytes);
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return unread() >= kFullPipeBytes || !pyperf->Running(); }, seconds(300)) &&
+      pyperf->Running())
+      << "the pipe holds " << unread() << " bytes, not yet full";
   size_t dumps = 0;
-  for (auto at = started + kDumpEvery; at < started + kRun; at += kDumpEvery) {
-    std::this_thread::sleep_until(at);
+  for (; dumps < kDumps;) {
+    WaitForWorkloadCpu(milliseconds(500));
     SCOPED_TRACE("SIGUSR2 #" + std::to_string(dumps + 1));
     ASSERT_TRUE(pyperf->Running()) << "PyPerf exited with " << pyperf->ExitCode();
     pyperf->Signal(SIGUSR2);
@@ -283,7 +303,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
         << "no new " << path_ << ".* within " << kDumpDeadline.count() << " s of the signal";
   }
 
-  std::this_thread::sleep_until(started + kRun);
+  WaitForWorkloadCpu(milliseconds(500));
   pyperf->Signal(SIGTERM);
   auto status = pyperf->Wait(kExitDeadline);
   ASSERT_TRUE(status.has_value()) << "still running " << kExitDeadline.count()
@@ -292,7 +312,6 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
   auto files = DumpedFiles(path_);
   ASSERT_EQ(files.size(), dumps + 1) << "one file per SIGUSR2 and a final one";
   CollapsedProfile last = ParseCollapsed(ReadFile(files.back()));
-  EXPECT_TRUE(last.unparseable.empty()) << last.unparseable.front();
   bool has_main_busy = false;
   for (const auto& line : last.OfPid(workload_->pid()))
     for (const auto& frame : line.frames)
@@ -307,12 +326,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
   ssize_t n;
   while ((n = read(stderr_read_end.get(), buf, sizeof(buf))) > 0)
     text.append(buf, static_cast<size_t>(n));
-  // A pipe reports room only while a page is free: it stops taking lines
-  // once its 4th page is begun, its first three full but for the tail a
-  // line did not fit in (PyPerf's lines here are shorter than 512 bytes).
-  EXPECT_GT(text.size(), static_cast<size_t>(3 * (4096 - 512)))
-      << "PyPerf wrote too little to fill the pipe:\n"
-      << text;
+  EXPECT_GE(text.size(), kFullPipeBytes) << "PyPerf wrote too little to fill the pipe:\n" << text;
   EXPECT_TRUE(text.empty() || text.back() == '\n') << "a torn last line";
   // "Ready to profile" is not looked for: on a host with many processes, -v 4
   // fills the pipe at start-up, and then it is one of the lines dropped.
@@ -417,8 +431,8 @@ TEST(PyPerfCommandLine, HelpListsEveryFlag) {
       << "--help does not end with a newline (the shell prompt lands on its last line)";
 }
 
-// Without privileges PyPerf says which ones it needs, in one line, and exits
-// non-zero without crashing.
+// Without privileges PyPerf exits 1 (README, Requirements) with one line
+// saying which capabilities are missing and how to grant them.
 TEST(PyPerfCommandLine, UnprivilegedUserIsToldWhatIsMissing) {
   if (geteuid() != 0) PYPERF_SKIP_OR_FAIL("needs root to run PyPerf as nobody");
   if (access("/usr/bin/setpriv", X_OK) != 0) PYPERF_SKIP_OR_FAIL("setpriv is not installed");
@@ -426,13 +440,16 @@ TEST(PyPerfCommandLine, UnprivilegedUserIsToldWhatIsMissing) {
       RunCommand({"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
                   "--inh-caps=-all", PyPerfBinary(), "-d", "1"},
                  seconds(30));
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_GT(result.exit_code, 0) << "timed out";
-  EXPECT_LT(result.exit_code, 126) << "not run, or killed by a signal; stderr:\n" << result.err;
-  auto lines = SplitLines(result.err);
-  EXPECT_EQ(lines.size(), 1u) << "stderr:\n" << result.err;
-  EXPECT_TRUE(std::regex_search(result.err, std::regex("CAP_BPF|CAP_PERFMON|root"))) << "stderr:\n"
-                                                                                     << result.err;
+  EXPECT_EQ(result.exit_code, 1) << "stderr:\n" << result.err;
+  // nobody with no capabilities lacks both.
+  EXPECT_TRUE(std::regex_match(
+      result.err,
+      std::regex("PyPerf: error: insufficient privileges to load BPF programs \\(missing "
+                 "CAP_BPF and CAP_PERFMON\\): run as root, or grant CAP_BPF \\+ "
+                 "CAP_PERFMON [^\n]*\n")))
+      << "not the one line naming what is missing; stderr:\n"
+      << result.err;
+  EXPECT_EQ(result.out, "");
 }
 
 // ---- The reader the e2e tests use (support/collapsed.h), on known lines.
@@ -477,8 +494,12 @@ TEST(CollapsedReader, RejectsLinesGProfilerCannotRead) {
     EXPECT_FALSE(ParseCollapsedLine(text, &why).has_value()) << text;
     EXPECT_FALSE(why.empty()) << text;
   }
-  CollapsedProfile profile =
-      ParseCollapsed("python-1/2;" + f + " 3\nbad\n\npython-1/3;" + SpelledPython("g") + " 4\n");
+  // A line gProfiler would drop fails the test that reads it.
+  CollapsedProfile profile;
+  EXPECT_NONFATAL_FAILURE(
+      profile = ParseCollapsed("python-1/2;" + f + " 3\nbad\n\npython-1/3;" + SpelledPython("g") +
+                               " 4\n"),
+      "1 of 3 lines gProfiler could not read, the first: no ' ' before the count: bad");
   EXPECT_EQ(profile.lines.size(), 2u);
   EXPECT_EQ(profile.unparseable.size(), 1u);
   EXPECT_EQ(profile.TotalSamples(), 7u);
@@ -510,6 +531,27 @@ TEST(CollapsedReader, SplitsPythonFrames) {
   EXPECT_NE(why.find("module"), std::string::npos) << why;
   EXPECT_FALSE(ParsePythonFrame(SpelledPython("f (/a.py:x)")).has_value());
   EXPECT_FALSE(ParsePythonFrame(SpelledKernel("f")).has_value());
+}
+
+// The parser's module rule is the README's, written apart from PyPerf's
+// PythonModuleName: checked here on literals.
+TEST(CollapsedReader, ExpectsTheModuleTheReadmeNames) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"/usr/lib/python3.11/json/decoder.py", "json.decoder"},
+      {"/root/.pyenv/versions/3.12.1/lib/python3.12/threading.py", "threading"},
+      {"/usr/lib64/python3.9/os.py", "os"},
+      {"/opt/py/lib/python3.13t/json/__init__.py", "json"},
+      {"/usr/lib/python3/dist-packages/apt/cache.py", "apt.cache"},
+      {"/venv/lib/python3.11/site-packages/flask/app.py", "flask.app"},
+      {"/work/x/app.py", "work.x.app"},
+      {"./tools/run.py", "tools.run"},
+      {"/home/u/python3.11/x.py", "home.u.python3.11.x"},
+      {"/srv/lib/pythonic/x.py", "srv.lib.pythonic.x"},
+      {"<frozen importlib._bootstrap>", "importlib._bootstrap"},
+      {"<string>", "<string>"},
+      {"", ""},
+  };
+  for (const auto& [file, module] : cases) EXPECT_EQ(ExpectedModuleOf(file), module) << file;
 }
 
 TEST(CollapsedReader, FindsMarkersAndOrderProblems) {

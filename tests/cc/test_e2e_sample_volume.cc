@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/e2e.h"
@@ -103,7 +102,10 @@ TEST_P(SampleVolume, SamplesFollowCpuTimeAndNoneAreLost) {
                    seconds(30)) &&
            dumps().size() == expected_files;
   };
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past start-up
+  // Past start-up: the workload has run a while under the sampling PyPerf.
+  const double ready_cpu = ProcessCpuSeconds(pid);
+  ASSERT_TRUE(WaitFor([&] { return ProcessCpuSeconds(pid) - ready_cpu >= 0.5; }, seconds(60)))
+      << "the workload did not run";
   double cpu_start = ProcessCpuSeconds(pid);
   ASSERT_TRUE(dump_now(1)) << pyperf->Stderr();
   WaitFor([&] { return ProcessCpuSeconds(pid) - cpu_start >= kCpuSeconds; }, seconds(90));

@@ -23,7 +23,8 @@
 //    unicode_names.py's chain of Latin-1, BMP and astral names and paths,
 //    names renamed at run time, names longer than the BPF buffers and a comm
 //    that is not UTF-8, each frame compared whole with what it must be.
-// Every dump is checked to be strict UTF-8 by ParseCollapsed.
+// Every dump is checked by ParseCollapsed: strict UTF-8, and no line gProfiler
+// could not read (the first test to run reports a bad dump).
 //
 // Under PYPERF_TEST_STRICT=1 a missing interpreter, root or uWSGI fails its
 // tests. The roots are built on first use (scripts/python-roots.sh, cached
@@ -42,10 +43,8 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "PythonFrameFormat.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/python_roots.h"
@@ -66,6 +65,11 @@ constexpr auto kPyPerfTimeout = seconds(120);
 // Samples of a target's lines that may carry an error marker: the workloads
 // share two cores with a dozen others, so allow some noise, not a pattern.
 constexpr double kMaxErrorPercent = 2.0;
+// Samples of each checked thread that must show its expected Python stack:
+// every thread loops in one function forever, so only a sample between two
+// calls or one with an error marker may differ (under 1% when measured), but
+// a thread may have as few as kMinThreadSamples, each one 1/8 of the share.
+constexpr double kExpectedStackPercent = 80.0;
 
 enum class TargetKind {
   kHost,        // an interpreter on the host running calltree.py
@@ -382,6 +386,7 @@ class DumpReader {
       if (name.rfind(prefix, 0) == 0 && !read_.count(name)) names.insert(name);
     for (const auto& name : names) {
       read_.insert(name);
+      SCOPED_TRACE("dump " + dir + "/" + name);
       CollapsedProfile dump = ParseCollapsed(ReadFile(dir + "/" + name));
       profile->lines.insert(profile->lines.end(), dump.lines.begin(), dump.lines.end());
       profile->unparseable.insert(profile->unparseable.end(), dump.unparseable.begin(),
@@ -443,10 +448,25 @@ class Session {
                  (FileExists(out_dir.File("current")) || !current->Running());
         },
         kPyPerfTimeout);
+    // The targets' CPU time paces the dumps: a second of it between two.
+    auto targets_cpu = [&] {
+      uint64_t ticks = 0;
+      for (const auto& [name, run] : running_) {
+        if (run->process) ticks += CpuTicks(run->pid);
+        if (run->names_process) ticks += CpuTicks(run->names_pid);
+      }
+      return ticks;
+    };
     if (ready && first->Running() && current->Running()) {
       auto deadline = std::chrono::steady_clock::now() + kProfileDeadline;
       while (std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(seconds(1));
+        const uint64_t from = targets_cpu();
+        WaitFor(
+            [&] {
+              return targets_cpu() >= from + static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) ||
+                     !first->Running() || !current->Running();
+            },
+            seconds(30));
         first->Signal(SIGUSR2);
         current->Signal(SIGUSR2);
         first_dumps.ReadNew(&profiles_.first);
@@ -517,6 +537,16 @@ class Session {
 
 // --- Expectations ----------------------------------------------------------
 
+// The module PyPerf derives from a file outside any library directory: the
+// path without its leading '/' and ".py", '/' becoming '.' (rule of the
+// README's frame table, written out here independently).
+std::string ModuleOfPlainPath(const std::string& file) {
+  std::string m = file.substr(1);
+  if (m.size() > 3 && m.compare(m.size() - 3, 3, ".py") == 0) m.resize(m.size() - 3);
+  std::replace(m.begin(), m.end(), '/', '.');
+  return m;
+}
+
 // Checks one Python frame: file (as the process sees it), module derived from
 // it, class, function, and the line for the mode: first line in "first";
 // in "current" the line of `call` if given, else a line of the function.
@@ -527,7 +557,7 @@ void ExpectFrame(const PythonFrame& frame, const PythonSource& source, const Run
   SCOPED_TRACE("frame " + frame.qualified_name + " (" + frame.file + ":" +
                std::to_string(frame.line) + ")");
   EXPECT_EQ(frame.file, file);
-  EXPECT_EQ(frame.module, pyperf::PythonModuleName(file));
+  EXPECT_EQ(frame.module, ModuleOfPlainPath(file));
   EXPECT_EQ(frame.class_name, class_name);
   EXPECT_EQ(frame.function, function);
   if (!current_lines) {
@@ -603,7 +633,9 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
     SCOPED_TRACE("main thread: <module> -> main_busy -> main_leaf");
     auto main_lines = profile.OfTid(pid);
     auto matching = LinesEndingWith(main_lines, {"<module>", "main_busy", "main_leaf"}, true);
-    EXPECT_FALSE(matching.empty()) << "main thread's lines:" << Excerpt(main_lines);
+    ExpectShareOfSamples(
+        main_lines, PythonStackEndsWith({"<module>", "main_busy", "main_leaf"}, true),
+        kExpectedStackPercent, "of the main thread show <module> -> main_busy -> main_leaf");
     for (const auto& line : matching) {
       auto frames = PythonFramesOf(line);
       ExpectFrame(frames[0], source, run, current, "", "<module>", "main_busy()");
@@ -615,7 +647,8 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
     SCOPED_TRACE("worker-method thread: threading bootstrap ... Worker.run -> Worker.spin");
     auto worker = ThreadLines(profile, pid, "run", "Worker");
     auto matching = LinesEndingWith(worker, {"run", "spin"}, false);
-    EXPECT_FALSE(matching.empty()) << Excerpt(worker);
+    ExpectShareOfSamples(worker, PythonStackEndsWith({"run", "spin"}, false), kExpectedStackPercent,
+                         "of the worker-method thread end in run -> spin");
     for (const auto& line : matching) {
       auto frames = PythonFramesOf(line);
       size_t n = frames.size();
@@ -630,7 +663,8 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
     SCOPED_TRACE("worker-cls thread: Worker.class_spin (class from cls)");
     auto cls = ThreadLines(profile, pid, "class_spin", "Worker");
     auto matching = LinesEndingWith(cls, {"class_spin"}, false);
-    EXPECT_FALSE(matching.empty()) << Excerpt(cls);
+    ExpectShareOfSamples(cls, PythonStackEndsWith({"class_spin"}, false), kExpectedStackPercent,
+                         "of the worker-cls thread end in class_spin");
     for (const auto& line : matching)
       ExpectFrame(PythonFramesOf(line).back(), source, run, current, "Worker", "class_spin");
   }
@@ -638,7 +672,8 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
     SCOPED_TRACE("syscall-loop thread: syscall_loop");
     auto sys_lines = ThreadLines(profile, pid, "syscall_loop", "");
     auto matching = LinesEndingWith(sys_lines, {"syscall_loop"}, false);
-    EXPECT_FALSE(matching.empty()) << Excerpt(sys_lines);
+    ExpectShareOfSamples(sys_lines, PythonStackEndsWith({"syscall_loop"}, false),
+                         kExpectedStackPercent, "of the syscall-loop thread end in syscall_loop");
     for (const auto& line : matching)
       ExpectFrame(PythonFramesOf(line).back(), source, run, current, "", "syscall_loop");
   }
@@ -649,7 +684,9 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
     for (const auto& line : deep) {
       EXPECT_TRUE(IsTruncated(line)) << line.text;
       auto frames = PythonFramesOf(line);
-      ASSERT_GE(frames.size(), 80u) << line.text;
+      // The README: a stack deeper than 128 frames shows its innermost 128.
+      EXPECT_EQ(FramesOfKind(line, FrameKind::kPython).size(), 128u) << line.text;
+      ASSERT_EQ(frames.size(), 128u) << line.text;
       ExpectFrame(frames.back(), source, run, current, "", "deep_leaf");
       ExpectFrame(frames[frames.size() - 2], source, run, current, "", "recurse",
                   "return deep_leaf()");
@@ -668,7 +705,8 @@ void CheckUwsgiApp(const CollapsedProfile& profile, const RunningTarget& run, bo
   ExpectFewErrorMarkers(lines);
   auto crunch = ThreadLines(profile, run.pid, "loop", "Crunch");
   auto matching = LinesEndingWith(crunch, {"loop", "step"}, false);
-  EXPECT_FALSE(matching.empty()) << Excerpt(lines);
+  ExpectShareOfSamples(crunch, PythonStackEndsWith({"loop", "step"}, false), kExpectedStackPercent,
+                       "of the uwsgi-crunch thread end in Crunch.loop -> Crunch.step");
   for (const auto& line : matching) {
     auto frames = PythonFramesOf(line);
     size_t n = frames.size();
@@ -952,16 +990,6 @@ struct NameLink {
   int first_line;
   int current_line;  // the executing line; 0 for the leaf (any line of its loop)
 };
-
-// The module PyPerf derives from a file outside any library directory: the
-// path without its leading '/' and ".py", '/' becoming '.' (rule of the
-// README's frame table, written out here independently).
-std::string ModuleOfPlainPath(const std::string& file) {
-  std::string m = file.substr(1);
-  if (m.size() > 3 && m.compare(m.size() - 3, 3, ".py") == 0) m.resize(m.size() - 3);
-  std::replace(m.begin(), m.end(), '/', '.');
-  return m;
-}
 
 std::string ExpectedFrame(const NameLink& link, int line) {
   std::string text = ModuleOfPlainPath(link.file) + "." +

@@ -411,10 +411,15 @@ class PythonEbpfHarness(object):
         self.read_outputs()
         return found
 
-    def snapshot(self):
+    def snapshot(self, wait=None):
         """gProfiler's snapshot(): wait the interval, dump, read the file and
-        always unlink it, parse it. Raises PyPerfError as gProfiler does."""
-        time.sleep(self.duration)
+        always unlink it, parse it. Raises PyPerfError as gProfiler does.
+        Not gProfiler: `wait`, when given, is called instead of sleeping the
+        interval (the tests wait for their workload to have run)."""
+        if wait is None:
+            time.sleep(self.duration)
+        else:
+            wait()
         path, deleted = self.dump()
         try:
             with open(path, "rb") as f:

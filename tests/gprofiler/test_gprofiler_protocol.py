@@ -209,6 +209,22 @@ class Workload(object):
         self.pid = self.process.pid
         return self
 
+    def cpu_ticks(self):
+        """CPU time the workload has used (utime + stime), in clock ticks."""
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # from field 3, the state
+        return int(fields[11]) + int(fields[12])
+
+    def wait_cpu(self, seconds, timeout=60):
+        """Waits until the workload has used `seconds` more of CPU time, so a
+        cycle has samples to hold however busy the machine is."""
+        target = self.cpu_ticks() + seconds * os.sysconf("SC_CLK_TCK")
+        try:
+            gp.wait_event(timeout, lambda: self.cpu_ticks() >= target, interval=0.02)
+        except TimeoutError:
+            raise Failure("the workload did not run %.1f CPU seconds within %d s"
+                          % (seconds, timeout))
+
     def __exit__(self, *exc):
         if self.process is not None:
             if self.process.poll() is None:
@@ -305,9 +321,15 @@ def run_cycles(harness, workload, cycles, require_samples=True):
     returns the workload's stacks summed over all cycles."""
     total = Counter()
     for i in range(cycles):
-        started = time.monotonic()
-        snap = harness.snapshot()
-        took = time.monotonic() - started - harness.duration
+        waited = []
+
+        def wait():
+            # The interval: until the workload has run for it.
+            workload.wait_cpu(harness.duration)
+            waited.append(time.monotonic())
+
+        snap = harness.snapshot(wait=wait)
+        took = time.monotonic() - waited[0]
         ours = snap.parsed.get(workload.pid, Counter())
         log("cycle %d: %d lines, %d samples (%d of the workload), %d bad lines, "
             "%d older files deleted, dump took %.2fs"
@@ -322,6 +344,19 @@ def run_cycles(harness, workload, cycles, require_samples=True):
                   % (i + 1, workload.pid, snap.path, gp._tail(bytes(harness.stderr_log))))
         total.update(ours)
     return total
+
+
+def wait_for_stderr(harness, done, timeout, what):
+    """Reads PyPerf's pipes as gProfiler does until done(its stderr so far)
+    holds; a Failure naming `what` after `timeout` seconds."""
+    def ready():
+        harness.read_outputs()
+        return done(bytes(harness.stderr_log))
+    try:
+        gp.wait_event(timeout, ready, interval=0.05)
+    except TimeoutError:
+        raise Failure("%s within %d s; stderr:\n%s"
+                      % (what, timeout, gp._tail(bytes(harness.stderr_log))))
 
 
 @contextlib.contextmanager
@@ -481,7 +516,8 @@ def case_signal_storm(args):
     require_bpf_capabilities()
     python = resolve_python(args.python)
     with storage_dir() as d, Workload(python) as workload:
-        harness = cycles_harness(args, d)  # PyPerf finds the kernel offsets itself
+        # PyPerf finds the kernel offsets itself; -v 4 for its round lines.
+        harness = cycles_harness(args, d, verbose=True)
         collected = {}  # file -> samples in it
 
         def collect():
@@ -494,19 +530,20 @@ def case_signal_storm(args):
                 collected[path] = sum(sum(c.values()) for c in parsed.values())
 
         with running(harness):
-            time.sleep(CYCLE_SECONDS)
+            workload.wait_cpu(CYCLE_SECONDS)
             for _ in range(100):
                 harness.send_dump_signal()
                 harness.read_outputs()
                 time.sleep(0.01)
-            # Let the last dumps land: stop once no new file appeared for 1 s.
-            last, quiet_since = -1, time.monotonic()
-            while time.monotonic() - quiet_since < 1.0:
-                collect()
-                harness.read_outputs()
-                if len(collected) != last:
-                    last, quiet_since = len(collected), time.monotonic()
-                time.sleep(0.05)
+            # Let the last dumps land, on PyPerf's word: a dump asked for is
+            # written in the loop round that sees it, and -v 3 logs a round
+            # at most once a second. Three more "round" lines than read so far
+            # (one may have been in the pipe) are two rounds after the last
+            # signal.
+            rounds = bytes(harness.stderr_log).count(b"PyPerf: round ")
+            wait_for_stderr(harness, lambda err: err.count(b"PyPerf: round ") >= rounds + 3, 60,
+                            "PyPerf logged no two rounds after the storm")
+            collect()
             check(harness.process.poll() is None,
                   "PyPerf died after 100 SIGUSR2 (status %s); stderr:\n%s"
                   % (harness.process.poll(), gp._tail(bytes(harness.stderr_log))))
@@ -560,14 +597,12 @@ def case_restart(args):
             # The killed PyPerf left its transient file behind, so start()
             # returned at once, as in gProfiler, before the new PyPerf is
             # ready. gProfiler's next SIGUSR2 comes an interval (60 s by
-            # default) later; the 1 s of the other cycles would hit PyPerf
-            # while it still loads its BPF program, so this cycle waits the
-            # 10 s gProfiler allows a PyPerf to start, and may hold few
-            # samples.
-            harness.duration = harness.POLL_TIMEOUT
-            run_cycles(harness, workload, 1, require_samples=False)
-            harness.duration = CYCLE_SECONDS
-            stacks = run_cycles(harness, workload, 2)
+            # default) later; the 1 s of the other cycles could hit PyPerf
+            # while it still loads its BPF program, so the test waits for
+            # the new PyPerf's "Ready to profile" first.
+            wait_for_stderr(harness, lambda err: err.count(b"Ready to profile") >= 2, 120,
+                            "the restarted PyPerf did not become ready")
+            stacks = run_cycles(harness, workload, 3)
         check_python_frames(workload, stacks)
 
 

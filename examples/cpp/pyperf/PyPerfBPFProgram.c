@@ -56,6 +56,9 @@ BPF_PERCPU_ARRAY(symbol_counter, u32, 1);
 BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
 BPF_PERF_OUTPUT(events);
 BPF_STACK_TRACE(kernel_stacks, KERNEL_STACKS_MAP_SIZE);
+/* [0]: the kernel_stacks map's generation, which user space bumps each time
+ * it has emptied the map (see pyperf_event.kernel_stack_generation). */
+BPF_ARRAY(kernel_stack_generation, u32, 1);
 BPF_PROG_ARRAY(progs, 2);
 /* [0]: the task_struct offsets in use, set before sampling starts. */
 BPF_ARRAY(kernel_offsets, struct pyperf_kernel_offsets, 1);
@@ -265,9 +268,15 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
-  /* A colliding stack replaces the old one: ids are read within a round, and
-   * the map then never needs clearing. */
-  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, BPF_F_REUSE_STACKID);
+  /* The generation is read before the id is taken, so an event with the
+   * current generation took its id after user space last emptied the map. A
+   * stack whose slot holds another one, or a full map, gives -EEXIST /
+   * -ENOMEM (a lost kernel stack), never the other stack: with
+   * BPF_F_REUSE_STACKID an event still in flight would name the frames that
+   * replaced its own. */
+  u32 *generation = kernel_stack_generation.lookup(&zero);
+  event->kernel_stack_generation = generation ? *(volatile u32 *)generation : 0;
+  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, 0);
 
   u64 task = bpf_get_current_task();
   state->task = task;

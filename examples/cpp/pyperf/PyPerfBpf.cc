@@ -1,6 +1,7 @@
 // PyPerfBpf: see PyPerfBpf.h.
 #include "PyPerfBpf.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 
@@ -72,6 +73,7 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
     auto st = progs.update_value(i, fd);
     if (!st.ok()) return Status::Error("cannot install tail call: " + st.msg());
   }
+  self->kernel_stacks_fd_ = self->bpf_->get_stack_table("kernel_stacks").get_fd();
   // Loaded now so that attaching later reuses it (and prints nothing).
   int main_fd = -1;
   Status loaded = LoadBpfFunction(*self->bpf_, "on_sample", BPF_PROG_TYPE_PERF_EVENT, &main_fd);
@@ -217,10 +219,35 @@ std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
   return symbol;
 }
 
-std::vector<uint64_t> PyPerfBpf::KernelStack(int32_t stack_id) {
-  if (stack_id < 0) return {};
-  auto table = bpf_->get_stack_table("kernel_stacks");
-  return table.get_stack_addr(stack_id);
+bool PyPerfBpf::ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out) {
+  out->clear();
+  if (stack_id < 0 || bpf_map_lookup_elem(kernel_stacks_fd_, &stack_id, &kernel_stack_) != 0)
+    return false;
+  for (uintptr_t ip : kernel_stack_.ip) {
+    if (ip == 0) break;
+    out->push_back(ip);
+  }
+  return true;
+}
+
+Result<size_t> PyPerfBpf::ClearKernelStacks(uint32_t next_generation) {
+  // The ids held first, then their deletion: the walk needs each id it
+  // starts from to be held still. A stack the program adds meanwhile stays
+  // until the next clear, and its events, of the old generation, are lost.
+  kernel_stack_ids_.clear();
+  int32_t id = 0, next = 0;
+  for (const void* from = nullptr; bpf_map_get_next_key(kernel_stacks_fd_, from, &next) == 0;
+       from = &id) {
+    kernel_stack_ids_.push_back(next);
+    id = next;
+  }
+  size_t freed = 0;
+  for (int32_t held : kernel_stack_ids_)
+    freed += bpf_map_delete_elem(kernel_stacks_fd_, &held) == 0;
+  auto st =
+      bpf_->get_array_table<uint32_t>("kernel_stack_generation").update_value(0, next_generation);
+  if (!st.ok()) return Status::Error("cannot set the kernel stacks' generation: " + st.msg());
+  return freed;
 }
 
 }  // namespace pyperf

@@ -87,8 +87,14 @@ class PyPerfBpf {
 
   // The symbol interned under `id`, if any.
   std::optional<pyperf_symbol> LookupSymbol(int32_t id);
-  // Kernel return addresses of a stack id, innermost first.
-  std::vector<uint64_t> KernelStack(int32_t stack_id);
+  // The kernel return addresses of a stack id, innermost first, into *out
+  // (replaced; no allocation once it has room). False if the map holds no
+  // such id.
+  bool ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out);
+  // Empties the kernel stacks map, then sets the generation the BPF program
+  // stamps on the ids it hands out from now on (pyperf_event's
+  // kernel_stack_generation). Returns how many stacks were freed.
+  Result<size_t> ClearKernelStacks(uint32_t next_generation);
 
  private:
   explicit PyPerfBpf(const BpfConfig& config) : config_(config) {}
@@ -102,7 +108,10 @@ class PyPerfBpf {
   EventCallback on_event_;
   LostCallback on_lost_;
   bool attached_ = false;
-  std::vector<uint64_t> aligned_event_;  // 8-byte aligned copy of the current event
+  std::vector<uint64_t> aligned_event_;    // 8-byte aligned copy of the current event
+  int kernel_stacks_fd_ = -1;              // owned by bpf_
+  ebpf::stacktrace_t kernel_stack_;        // the last stack read
+  std::vector<int32_t> kernel_stack_ids_;  // ClearKernelStacks' scratch
 };
 
 }  // namespace pyperf

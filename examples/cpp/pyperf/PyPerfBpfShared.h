@@ -167,13 +167,16 @@ struct pyperf_event {
   pp_u32 pid;
   pp_u32 tid;
   char comm[16];
-  pp_s32 kernel_stack_id;
+  pp_s32 kernel_stack_id; /* in the kernel_stacks map; negative: none (-EFAULT) or lost */
   pp_u32 frame_count;
   pp_u8 error;
   pp_u8 truncated;
   pp_u8 user_mode;
   pp_u8 no_thread_state; /* the thread list holds no state of this thread (a native thread) */
-  pp_u8 pad[4];
+  /* The kernel_stacks map's generation when the id was taken: user space
+   * empties the map now and then and bumps the generation after; an id of an
+   * older generation may since name another stack, so it is not read. */
+  pp_u32 kernel_stack_generation;
   pp_u64 ip;
   pp_u64 sp;
   pp_u64 bp;

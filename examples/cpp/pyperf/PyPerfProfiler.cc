@@ -35,6 +35,9 @@ constexpr int kRoundMs = 100;
 // full pipe, lose samples, and could miss a dump.
 constexpr auto kNativeLogInterval = std::chrono::seconds(1);
 constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
+// How often the kernel stacks map is emptied: its ids are never reused while
+// held, so without this a map filled once would lose every new stack.
+constexpr auto kKernelStacksClearInterval = std::chrono::seconds(1);
 
 std::string ExePath(pid_t pid) {
   auto path = ReadProcessExePath(pid);
@@ -268,14 +271,19 @@ void PyPerfProfiler::UpdateProcesses() {
              std::to_string(tracked_.size()) + " profiled");
 }
 
-void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, StackText* stack) {
+void PyPerfProfiler::AppendKernelFrames(const pyperf_event& event, StackText* stack) {
+  const int32_t stack_id = event.kernel_stack_id;
   if (stack_id == kNoKernelStack) return;
-  if (stack_id < 0) {
+  // Lost: the map had no room (-EEXIST: its slot holds another stack;
+  // -ENOMEM), or the id was taken before the map was last emptied and may
+  // name another stack by now.
+  if (stack_id < 0 || event.kernel_stack_generation != kernel_stack_generation_ ||
+      !bpf_->ReadKernelStack(stack_id, &kernel_addrs_)) {
     ++counters_.kernel_stack_errors;
     stack->AddMarker(kLostKernelStack);
     return;
   }
-  std::vector<uint64_t> addrs = bpf_->KernelStack(stack_id);
+  const std::vector<uint64_t>& addrs = kernel_addrs_;
   for (auto it = addrs.rbegin(); it != addrs.rend(); ++it) {
     std::optional<std::string_view> name;
     if (!kernel_symbols_.empty()) name = kernel_symbols_.Lookup(*it);
@@ -285,6 +293,21 @@ void PyPerfProfiler::AppendKernelFrames(int32_t stack_id, StackText* stack) {
       stack->AddKernelAddress(*it);
     }
   }
+}
+
+void PyPerfProfiler::ClearKernelStacks() {
+  // Every event taken so far is read first, its id still valid: only those
+  // taken while the map is emptied are lost (of the old generation), none
+  // misread.
+  bpf_->Poll(0);
+  const uint32_t next = kernel_stack_generation_ + 1;
+  auto freed = bpf_->ClearKernelStacks(next);
+  if (!freed.ok()) {
+    Warn(freed.error());
+    return;
+  }
+  kernel_stack_generation_ = next;
+  counters_.kernel_stacks_freed += *freed;
 }
 
 void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack) {
@@ -357,7 +380,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
       ++counters_.replaced;
       s.AddMarker(kProcessReplaced);
       AppendNativeFrames(event, size, &s);
-      AppendKernelFrames(event.kernel_stack_id, &s);
+      AppendKernelFrames(event, &s);
       output_->Add(s.text());
       return;
     }
@@ -373,7 +396,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   if (event.no_thread_state) ++counters_.no_thread_state;
   python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
-  AppendKernelFrames(event.kernel_stack_id, &s);
+  AppendKernelFrames(event, &s);
   output_->Add(s.text());
 }
 
@@ -384,12 +407,13 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   char line[512];
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
-           "kernel stack errors: %llu, native stack errors: %llu, sample errors: %llu, "
-           "no thread state: %llu, replaced processes: %llu, log lines dropped: %llu, "
-           "processes: %zu, output: %s",
+           "kernel stack errors: %llu, kernel stacks freed: %llu, native stack errors: %llu, "
+           "sample errors: %llu, no thread state: %llu, replaced processes: %llu, "
+           "log lines dropped: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
+           (unsigned long long)counters_.kernel_stacks_freed,
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
            (unsigned long long)counters_.no_thread_state, (unsigned long long)counters_.replaced,
@@ -450,6 +474,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
   auto next_native_log = now;
   auto next_round = now + std::chrono::milliseconds(kRoundMs);
+  auto next_kernel_stacks_clear = now + kKernelStacksClearInterval;
   const bool timed = options_.duration_seconds > 0;
   auto deadline = now + std::chrono::seconds(options_.duration_seconds);
   int exit_code = 0;
@@ -471,6 +496,10 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
           next_native_log = Clock::now() + kNativeLogInterval;
         }
       }
+    }
+    if (Clock::now() >= next_kernel_stacks_clear) {
+      ClearKernelStacks();
+      next_kernel_stacks_clear = Clock::now() + kKernelStacksClearInterval;
     }
     if (g_dump_requested.exchange(false)) {
       bpf_->Poll(0);  // every event taken before the signal is in this dump

@@ -42,6 +42,8 @@ struct IntervalCounters {
   uint64_t truncated = 0;
   uint64_t symbol_errors = 0;
   uint64_t kernel_stack_errors = 0;
+  // Kernel stacks freed when the map was emptied (once a second).
+  uint64_t kernel_stacks_freed = 0;
   uint64_t native_stack_errors = 0;
   uint64_t sample_errors = 0;
   // Samples of tracked processes whose thread has no PyThreadState (a native
@@ -77,7 +79,9 @@ class PyPerfProfiler {
   bool StopGraceOver();
   void TrackProcess(const PythonProcessInfo& info);
   void OnEvent(const pyperf_event& event, size_t size);
-  void AppendKernelFrames(int32_t stack_id, StackText* stack);
+  void AppendKernelFrames(const pyperf_event& event, StackText* stack);
+  // Frees every kernel stack id, starting a new generation of them.
+  void ClearKernelStacks();
   void AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack);
   Status Dump(bool final_dump = false);
   void LogNativeRound();
@@ -99,6 +103,10 @@ class PyPerfProfiler {
   std::unique_ptr<PythonStackDecoder> python_;
   std::unique_ptr<NativeUnwinder> native_;  // null with --user-stacks-pages 0
   std::vector<NativeFrame> native_frames_;  // reused: no allocation per sample
+  std::vector<uint64_t> kernel_addrs_;      // reused too
+  // The generation of the kernel stack ids events may name (the BPF program
+  // stamps each event with its own): bumped each time the map is emptied.
+  uint32_t kernel_stack_generation_ = 0;
   NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
 

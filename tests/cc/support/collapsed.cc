@@ -5,9 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <string_view>
-
-#include "PythonFrameFormat.h"
 
 namespace pyperf_test {
 namespace {
@@ -182,6 +181,13 @@ CollapsedProfile ParseCollapsed(const std::string& text) {
       profile.unparseable.push_back(why + ": " + line);
     }
   }
+  // gProfiler drops a line it cannot read, and its samples with it.
+  if (!profile.unparseable.empty()) {
+    ADD_FAILURE() << profile.unparseable.size() << " of "
+                  << profile.unparseable.size() + profile.lines.size()
+                  << " lines gProfiler could not read, the first: "
+                  << profile.unparseable.front().substr(0, 400);
+  }
   return profile;
 }
 
@@ -281,6 +287,21 @@ std::optional<std::vector<size_t>> FindInOrder(
   return found;
 }
 
+std::string ExpectedModuleOf(const std::string& file) {
+  static const std::regex special("^<(frozen )?(.*)>$");
+  std::smatch m;
+  if (std::regex_match(file, m, special)) return m[1].matched ? m[2].str() : file;
+  // Greedy: the last library directory wins (a venv's site-packages lies
+  // inside its lib/pythonX.Y).
+  static const std::regex library(
+      "^.*(/|^)(lib(64)?/python[0-9]+(\\.[0-9]+)?t?/|site-packages/|dist-packages/)");
+  std::string rest = std::regex_replace(file, library, "", std::regex_constants::format_first_only);
+  rest = std::regex_replace(rest, std::regex("^(/|\\./)+"), "");
+  rest = std::regex_replace(rest, std::regex("\\.py$"), "");
+  std::replace(rest.begin(), rest.end(), '/', '.');
+  return std::regex_replace(rest, std::regex("\\.__init__$"), "");
+}
+
 namespace {
 
 // Parses `frame` as "<name> (<location>)" + the Python suffix, with the name
@@ -301,7 +322,7 @@ std::optional<PythonFrame> ParsePythonFrameAt(const std::string& frame, size_t o
   out.qualified_name = frame.substr(0, open);
   out.file = location.substr(0, colon);
   out.line = static_cast<int>(*line);
-  out.module = pyperf::PythonModuleName(out.file);
+  out.module = ExpectedModuleOf(out.file);
   std::string rest = out.qualified_name;
   if (!out.module.empty()) {
     if (!StartsWith(rest, out.module + "."))
@@ -371,6 +392,13 @@ std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lin
     if (match) out.push_back(line);
   }
   return out;
+}
+
+std::function<bool(const CollapsedLine&)> PythonStackEndsWith(std::vector<std::string> functions,
+                                                              bool rooted) {
+  return [functions = std::move(functions), rooted](const CollapsedLine& line) {
+    return !LinesEndingWith({line}, functions, rooted).empty();
+  };
 }
 
 }  // namespace pyperf_test

@@ -60,8 +60,9 @@ std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::st
 std::optional<size_t> FirstNonUtf8Byte(const std::string& text);
 
 // Parses a whole output (a dumped file or PyPerf's stdout); empty lines are
-// skipped. Adds a test failure if the output is not strict UTF-8 or holds a
-// NUL byte: every dump the end-to-end tests read is checked here.
+// skipped. Adds a test failure if the output is not strict UTF-8, holds a NUL
+// byte, or has a line gProfiler could not read (such a line would be dropped
+// silently): every dump the end-to-end tests read is checked here.
 CollapsedProfile ParseCollapsed(const std::string& text);
 
 uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
@@ -101,10 +102,17 @@ struct PythonFrame {
   int line = 0;
 };
 
-// Splits a Python frame. The module is the one PyPerf derives from the file
-// (PythonModuleName), so the name must start with it; what follows is
-// "Class.function" or "function". Nullopt (with `why`) if the frame is not
-// spelled that way.
+// The module a frame of `file` must name, by the README's rule, written out
+// here apart from PyPerf's own code (PythonModuleName) so that a wrong module
+// fails the parse: everything up to the last "lib[64]/pythonX[.Y][t]/",
+// "site-packages/" or "dist-packages/" goes, then leading "/" and "./"; a
+// ".py" suffix goes, "/" becomes ".", and "pkg.__init__" is "pkg";
+// "<frozen m>" is m and other "<...>" names stay as they are.
+std::string ExpectedModuleOf(const std::string& file);
+
+// Splits a Python frame. The module is ExpectedModuleOf(file), so the name
+// must start with it; what follows is "Class.function" or "function".
+// Nullopt (with `why`) if the frame is not spelled that way.
 std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why = nullptr);
 
 // The Python frames of `line`, parsed; frames that do not parse are skipped.
@@ -115,6 +123,11 @@ std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line);
 // root.
 std::vector<CollapsedLine> LinesEndingWith(const std::vector<CollapsedLine>& lines,
                                            const std::vector<std::string>& functions, bool rooted);
+
+// A predicate on lines: true for a line LinesEndingWith(..., functions,
+// rooted) would select.
+std::function<bool(const CollapsedLine&)> PythonStackEndsWith(std::vector<std::string> functions,
+                                                              bool rooted);
 
 // True if `frame` is a Python frame of `function` (and, when given, of
 // `class_name`; "" requires a plain function).

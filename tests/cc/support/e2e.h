@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -59,6 +60,19 @@ PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
 // ("PyPerf: samples collected: N, ..., name: N, ..."); nullopt if no dump
 // line has it.
 std::optional<uint64_t> DumpCounter(const std::string& stderr_text, const std::string& name);
+
+// Checks that at least `min_percent` of the samples of `lines` satisfy `pred`
+// (PyPerf's promise for them, stated by the caller), printing the figure; on
+// failure, or when there are no samples, the message names `what` and shows
+// lines that do not. Returns the share in percent.
+double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
+                            const std::function<bool(const CollapsedLine&)>& pred,
+                            double min_percent, const std::string& what);
+
+// The CPU time process `pid` has used (utime + stime), in clock ticks
+// (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a
+// workload to have run, however busy the machine.
+uint64_t CpuTicks(pid_t pid);
 
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
