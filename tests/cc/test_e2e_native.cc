@@ -72,18 +72,6 @@ constexpr double kSyscallPercent = 60.0;
 // ---------------------------------------------------------------------------
 // Processes
 
-// A program found on PATH, or "".
-std::string FindInPath(const std::string& program) {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 // PyPerf over `pids` for kProfileSeconds, plus `extra` options.
 std::unique_ptr<ChildProcess> StartPyPerfOn(const std::vector<pid_t>& pids,
                                             const std::vector<std::string>& extra = {}) {
@@ -754,12 +742,11 @@ TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
       calls,
       [](const CollapsedLine& line) {
         auto native = FramesOfKind(line, FrameKind::kNative);
-        bool order = InOrder({PythonFunction("call_spin"), Frame(kEvalLoop),
-                              Frame(Native("ffi_call")), Frame(Native("pyperf_e2e_spin")),
-                              Frame(kSpinMethod)})(line);
+        bool order =
+            InOrder({PythonFunction("call_spin"), Frame(kEvalLoop), Frame(Native("ffi_call")),
+                     Frame(Native("pyperf_e2e_spin")), Frame(kSpinMethod)})(line);
         // The method is the innermost native frame: only kernel frames follow.
-        return order && !native.empty() && native.back() == kSpinMethod &&
-               !FrameOrderProblem(line);
+        return order && !native.empty() && native.back() == kSpinMethod && !FrameOrderProblem(line);
       },
       kInOrderPercent,
       "of " + python->name + "'s call_spin go call_spin -> " + kEvalLoop + " -> " +

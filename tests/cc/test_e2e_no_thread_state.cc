@@ -30,23 +30,6 @@ constexpr int kProfileSeconds = 2;
 // PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
 constexpr auto kPyPerfTimeout = seconds(90);
 
-std::optional<Interpreter> AnyInterpreter() {
-  for (const char* spec : {"3.11", "/usr/bin/python3.11", "3.12", "3.10"})
-    if (auto python = FindInterpreter(spec)) return python;
-  return std::nullopt;
-}
-
-std::string FindInPath(const std::string& program) {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 bool HasPythonFrame(const CollapsedLine& line) {
   return !FramesOfKind(line, FrameKind::kPython).empty();
 }

@@ -40,12 +40,6 @@ constexpr auto kPyPerfTimeout = seconds(90);  // startup (BPF load) on a busy ma
 constexpr auto kGProfilerFileTimeout = seconds(10);  // gProfiler waits this long for PATH
 constexpr auto kGProfilerDumpTimeout = seconds(5);   // and this long for a dump
 
-std::optional<Interpreter> AnyInterpreter() {
-  for (const char* spec : {"3.11", "/usr/bin/python3.11", "3.12", "3.10"})
-    if (auto python = FindInterpreter(spec)) return python;
-  return std::nullopt;
-}
-
 // One "samples collected: N, ..., output: FILE" line PyPerf prints per dump.
 struct DumpReport {
   uint64_t samples = 0;

@@ -536,15 +536,6 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(kInterpreters),
                          [](const auto& info) { return SpecTestName(info.param); });
 
-// The interpreter for tests that need just one: the first installed of the list.
-std::optional<Interpreter> AnyInterpreter() {
-  for (const auto& spec : {std::string("3.11"), std::string("/usr/bin/python3.11")})
-    if (auto found = FindInterpreter(spec)) return found;
-  for (const auto& spec : kInterpreters)
-    if (auto found = FindInterpreter(spec)) return found;
-  return std::nullopt;
-}
-
 // -p (repeated) profiles the processes named and no other.
 TEST(PythonStacksFiltering, ProfilesOnlyTheProcessesGivenWithP) {
   auto python = AnyInterpreter();

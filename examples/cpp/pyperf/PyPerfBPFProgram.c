@@ -9,9 +9,9 @@
  *                     thread list, several tail calls long); then
  *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
  *                     itself up to MAX_FRAMES, then submits the event.
- * Once at start-up, on samples of PyPerf's own thread:
- *   check_kernel_offsets reads the task_struct offsets PyPerf may use, so
- *                     user space can compare them with what the kernel says.
+ * Once at start-up, on samples of PyPerf's own thread, check_kernel_offsets
+ * (KernelOffsetCheckProgram.c, appended by the loader) reads the task_struct
+ * offsets PyPerf may use, so user space can compare them with the kernel's.
  * Kernel structures are read only at the offsets in the kernel_offsets map
  * (from BTF or the command line, checked at start-up); Python structures at
  * offsets from PyOffsets.cc (3.13+: from the interpreter's own _Py_DebugOffsets
@@ -62,9 +62,6 @@ BPF_ARRAY(kernel_stack_generation, u32, 1);
 BPF_PROG_ARRAY(progs, 2);
 /* [0]: the task_struct offsets in use, set before sampling starts. */
 BPF_ARRAY(kernel_offsets, struct pyperf_kernel_offsets, 1);
-/* The start-up check: what to read ([0]) and what was read, per candidate. */
-BPF_ARRAY(offset_check_input, struct pyperf_offset_check_input, 1);
-BPF_ARRAY(offset_check_results, struct pyperf_offset_check_result, PYPERF_CHECK_CANDIDATES);
 
 #define PROG_FIND_THREAD_STATE 0
 #define PROG_WALK_PYTHON_STACK 1
@@ -454,54 +451,5 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     event->truncated = 1;
   }
   submit(ctx, state);
-  return 0;
-}
-
-/* The start-up check, attached to a perf event of PyPerf's own thread only:
- * for each candidate offset pair, the fsbase read at task + fs_offset (user
- * space compares it with arch_prctl(ARCH_GET_FS)) and, on samples that hit
- * user mode, the user registers saved at each candidate position above
- * task->stack, compared with the ones perf reports. Read with the same
- * helpers on_sample uses. */
-int check_kernel_offsets(struct bpf_perf_event_data *ctx) {
-  int zero = 0;
-  struct pyperf_offset_check_input *in = offset_check_input.lookup(&zero);
-  if (!in) return 0;
-  if ((u32)bpf_get_current_pid_tgid() != in->tid) return 0;
-  u64 task = bpf_get_current_task();
-  int user = (ctx->regs.cs & 3) == 3;
-  u64 ip = ctx->regs.ip;
-  u64 sp = ctx->regs.sp;
-#pragma unroll
-  for (u32 c = 0; c < PYPERF_CHECK_CANDIDATES; c++) {
-    if (c >= in->candidate_count) break;
-    u32 index = c;
-    struct pyperf_offset_check_result *r = offset_check_results.lookup(&index);
-    if (!r) break;
-    u64 fsbase = 0;
-    read_kernel(&fsbase, sizeof(fsbase), (void *)(task + in->candidates[c].fs_offset));
-    r->samples++;
-    if (fsbase == in->fsbase) r->fsbase_matches++;
-    r->fsbase = fsbase;
-    if (!user) continue;
-    u64 stack = 0;
-    read_kernel(&stack, sizeof(stack), (void *)(task + in->candidates[c].stack_offset));
-    r->user_samples++;
-    r->stack = stack;
-    r->user_ip = ip;
-    r->user_sp = sp;
-#pragma unroll
-    for (int l = 0; l < PYPERF_CHECK_REGS_LAYOUTS; l++) {
-      struct pt_regs *regs = (struct pt_regs *)(stack + in->regs_offsets[l]);
-      u64 saved_ip = 0, saved_sp = 0;
-      read_kernel(&saved_ip, sizeof(saved_ip), &regs->ip);
-      read_kernel(&saved_sp, sizeof(saved_sp), &regs->sp);
-      if (l == 0) {
-        r->saved_ip = saved_ip;
-        r->saved_sp = saved_sp;
-      }
-      if (stack != 0 && saved_ip == ip && saved_sp == sp) r->regs_matches[l]++;
-    }
-  }
   return 0;
 }

@@ -12,7 +12,8 @@
 #include "perf_event.h"
 
 namespace pyperf {
-// Generated from PyPerfBpfShared.h and PyPerfBPFProgram.c (cmake/EmbedFiles.cmake).
+// Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c and KernelOffsetCheckProgram.c
+// (cmake/EmbedFiles.cmake).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedBpfProgram();
 
 namespace {
@@ -31,16 +32,19 @@ uint64_t NextPowerOfTwoMask(uint64_t n) {
 }  // namespace
 
 std::string PyPerfBpfProgramText() {
-  std::string header, program;
+  std::string header, program, check;
   for (const auto& [name, text] : EmbeddedBpfProgram()) {
     if (name == "PyPerfBpfShared.h")
       header = text;
+    else if (name == "KernelOffsetCheckProgram.c")
+      check = text;
     else
       program = text;
   }
   // The shared header goes first; the program's own #include of the perf
-  // context header comes from the kernel-header shim.
-  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program;
+  // context header comes from the kernel-header shim. The start-up check uses
+  // the program's helpers, so it comes last.
+  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" + check;
 }
 
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {

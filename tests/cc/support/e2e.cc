@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <regex>
+#include <sstream>
 
 namespace pyperf_test {
 
@@ -109,6 +111,23 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
   std::cout << "[ e2e ] " << matching << " of " << total << " samples (" << percent << "%) " << what
             << std::endl;
   return percent;
+}
+
+std::optional<Interpreter> AnyInterpreter() {
+  for (const char* spec : {"3.11", "/usr/bin/python3.11", "3.12", "3.10"})
+    if (auto python = FindInterpreter(spec)) return python;
+  return std::nullopt;
+}
+
+std::string FindInPath(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 uint64_t CpuTicks(pid_t pid) {

@@ -24,6 +24,11 @@ inline constexpr std::chrono::seconds kWorkloadReadyTimeout{30};
 // named after its path ("/usr/bin/python3.11" -> "usr-bin-python3.11").
 // Nullopt if it is not installed.
 std::optional<Interpreter> FindInterpreter(const std::string& spec);
+// The interpreter for tests that need just one: the first installed of pyenv
+// 3.11, Debian's /usr/bin/python3.11, pyenv 3.12 and 3.10.
+std::optional<Interpreter> AnyInterpreter();
+// The full path of `program` in $PATH, or "" if it is not there.
+std::string FindInPath(const std::string& program);
 
 // Test-name suffix for an interpreter spec: "3.11" -> "pyenv_3_11",
 // "/usr/bin/python3.11" -> "usr_bin_python3_11".

@@ -1,0 +1,161 @@
+// PyPerfProfiler's set of profiled processes: which Python processes it
+// profiles (the -p pids, or every process at each rescan), what it hands the
+// BPF program and the decoders for each, and forgetting a process that exited,
+// exec'd or whose pid now names another one.
+#include <signal.h>
+
+#include <cerrno>
+#include <set>
+#include <string>
+
+#include "PyDebugOffsets.h"
+#include "PyOffsets.h"
+#include "PyPerfProfiler.h"
+#include "proc_maps.h"
+
+namespace pyperf {
+namespace {
+
+std::string ExePath(pid_t pid) {
+  auto path = ReadProcessExePath(pid);
+  return path.ok() ? *path : std::string();
+}
+
+}  // namespace
+
+void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
+  auto reject = [&](const std::string& why) {
+    rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
+    std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
+    // A pid named with -p that cannot be profiled is a warning.
+    if (options_.pids.empty())
+      Log(0, message);
+    else
+      Warn(message);
+  };
+  // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
+  auto resolved = OffsetsForProcess(info);
+  if (!resolved.ok()) {
+    reject(resolved.error());
+    return;
+  }
+  const pyperf_offsets* offsets = resolved->offsets;
+  pyperf_proc_info proc = {};
+  if (info.version.AtLeast(3, 7)) {
+    if (!info.symbols.py_runtime || offsets->runtime_interp_main < 0) {
+      reject("_PyRuntime not found in " + info.module.path);
+      return;
+    }
+    proc.interp_addr = *info.symbols.py_runtime + offsets->runtime_interp_main;
+  } else if (info.symbols.interp_head) {
+    proc.interp_addr = *info.symbols.interp_head;
+  } else if (info.symbols.auto_interpreter_state) {
+    proc.interp_addr = *info.symbols.auto_interpreter_state;
+  } else {
+    reject("the interpreter list (interp_head) is not in " + info.module.path + "'s symbol table");
+    return;
+  }
+  // PyCode_Type lets the BPF walker skip anything that is not a code object.
+  if (info.symbols.py_code_type) proc.code_type = *info.symbols.py_code_type;
+
+  auto layout_it = layouts_.find(offsets);
+  if (layout_it == layouts_.end()) {
+    uint32_t index = static_cast<uint32_t>(layouts_.size());
+    if (index >= PYPERF_MAX_LAYOUTS) {
+      reject("too many distinct CPython layouts");
+      return;
+    }
+    Status st = bpf_->SetLayout(index, *offsets);
+    if (!st.ok()) {
+      reject(st.message());
+      return;
+    }
+    layout_it = layouts_.emplace(offsets, index).first;
+  }
+  proc.layout = layout_it->second;
+  Status st = bpf_->AddProcess(info.pid, proc);
+  if (!st.ok()) {
+    reject(st.message());
+    return;
+  }
+  TrackedProcess& tracked = tracked_[info.pid];
+  tracked.pid = info.pid;
+  tracked.start_time = info.start_time;
+  tracked.version = info.version;
+  tracked.offsets = offsets;
+  tracked.offsets_source = resolved->source;
+  Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
+             ", " + info.module.path + ", offsets: " + resolved->source + ")");
+}
+
+void PyPerfProfiler::ForgetProcess(pid_t pid) {
+  bpf_->RemoveProcess(pid);
+  python_->ForgetProcess(pid);
+  if (native_) native_->ForgetProcess(pid);
+  tracked_.erase(pid);
+}
+
+void PyPerfProfiler::UpdateProcesses() {
+  std::vector<pid_t> pids;
+  if (!options_.pids.empty()) {
+    for (int pid : options_.pids) pids.push_back(static_cast<pid_t>(pid));
+  } else {
+    pids = ListProcesses();
+  }
+  pid_t self = getpid();
+  std::set<pid_t> alive;
+  for (pid_t pid : pids) {
+    if (pid == self) continue;
+    const bool first_look = !options_.pids.empty() && looked_at_.insert(pid).second;
+    auto start = ReadProcessStartTime(pid);
+    if (!start.ok()) {  // gone, or not started yet
+      // A -p pid missing at start is worth a warning; one that exited later is not.
+      if (first_look) {
+        const bool exists = kill(pid, 0) == 0 || errno == EPERM;
+        if (exists)
+          Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
+               "); PyPerf keeps running and tries again at each rescan");
+        else
+          Warn("pid " + std::to_string(pid) +
+               " does not exist; PyPerf keeps running and profiles it if it appears");
+      }
+      continue;
+    }
+    alive.insert(pid);
+    auto it = tracked_.find(pid);
+    if (it != tracked_.end()) {
+      if (it->second.start_time == *start) continue;
+      // The pid now names another process: forget everything about the old one.
+      ForgetProcess(pid);
+    }
+    // exec keeps the pid and start time: a rejection holds for one executable.
+    auto rejected = rejected_.find({pid, *start});
+    if (rejected != rejected_.end() && rejected->second == ExePath(pid)) continue;
+    auto info = inspector_.Inspect(pid);
+    if (!info.ok()) {
+      rejected_[{pid, *start}] = ExePath(pid);
+      if (!options_.pids.empty())
+        Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
+      else
+        Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
+      continue;
+    }
+    TrackProcess(*info);
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (alive.count(it->first)) {
+      ++it;
+      continue;
+    }
+    pid_t pid = it->first;
+    ++it;
+    ForgetProcess(pid);
+    Log(1, "pid " + std::to_string(pid) + " exited");
+  }
+  for (auto it = rejected_.begin(); it != rejected_.end();)
+    it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
+  Log(4, "rescan: " + std::to_string(alive.size()) + " processes alive, " +
+             std::to_string(tracked_.size()) + " profiled");
+}
+
+}  // namespace pyperf
