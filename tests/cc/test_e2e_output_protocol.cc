@@ -22,6 +22,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -250,7 +251,8 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
 // gProfiler reads PyPerf's stderr only at each snapshot: in between, a
 // verbose PyPerf fills the pipe. That must never delay a dump nor the exit.
 TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
-  constexpr size_t kDumps = 5;
+  constexpr size_t kDumps = 12;  // one every kDumpEvery: 60 s with the pipe full
+  constexpr auto kDumpEvery = seconds(5);
   constexpr auto kDumpDeadline = seconds(1);  // gProfiler's patience, not a benchmark
   constexpr auto kExitDeadline = seconds(10);
   // A pipe reports room only while a page is free: it stops taking lines
@@ -275,8 +277,8 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
 
   // What -v 4 prints fills the pipe within a minute or so: wait until it
   // has (PyPerf's own output is the signal), then gProfiler's cadence,
-  // SIGUSR2 after each stretch of the workload's run, and SIGTERM at the
-  // end, which writes the last interval's file.
+  // SIGUSR2 every 5 s for 60 s, and SIGTERM at the end, which writes the
+  // last interval's file.
   auto unread = [&] {
     int bytes = 0;
     ioctl(stderr_read_end.get(), FIONREAD, &bytes);
@@ -286,9 +288,12 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
       WaitFor([&] { return unread() >= kFullPipeBytes || !pyperf->Running(); }, seconds(300)) &&
       pyperf->Running())
       << "the pipe holds " << unread() << " bytes, not yet full";
+  // Then 60 s of gProfiler's cadence on the full pipe: SIGUSR2 every 5 s.
   size_t dumps = 0;
+  auto next_signal = std::chrono::steady_clock::now();
   for (; dumps < kDumps;) {
-    WaitForWorkloadCpu(milliseconds(500));
+    next_signal += kDumpEvery;
+    std::this_thread::sleep_until(next_signal);
     SCOPED_TRACE("SIGUSR2 #" + std::to_string(dumps + 1));
     ASSERT_TRUE(pyperf->Running()) << "PyPerf exited with " << pyperf->ExitCode();
     pyperf->Signal(SIGUSR2);
