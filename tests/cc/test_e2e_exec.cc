@@ -22,16 +22,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// Waits for a second of pid's CPU time, however busy the machine is.
-void WaitForCpuSecond(pid_t pid) {
-  const auto start = CpuTicks(pid);
-  WaitFor(
-      [&] {
-        return CpuTicks(pid) - start >= static_cast<unsigned long long>(sysconf(_SC_CLK_TCK));
-      },
-      seconds(60));
-}
-
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -51,13 +41,13 @@ TEST(ProcessExec, AnExecIntoAnotherInterpreterIsNoticedAndInspectedAgain) {
   const std::string profiling = "profiling pid " + std::to_string(pid) + " ";
   auto pyperf = StartPyPerf({"-v", "1", "-F", "199", "-p", std::to_string(pid)});
   ASSERT_TRUE(WaitForStderr(*pyperf, profiling, seconds(120))) << pyperf->Stderr();
-  WaitForCpuSecond(pid);  // samples of the first image: its mm is known
+  EXPECT_TRUE(WaitForCpu(pid, seconds(1)));  // samples of the first image: its mm is known
 
   { std::ofstream(trigger) << "go\n"; }
   ASSERT_TRUE(WaitFor([&] { return Count(pyperf->Stderr(), profiling) >= 2; }, seconds(60)))
       << "PyPerf did not inspect pid " << pid << " again after its exec; stderr:\n"
       << pyperf->Stderr();
-  WaitForCpuSecond(pid);  // samples of the second image
+  EXPECT_TRUE(WaitForCpu(pid, seconds(1)));  // samples of the second image
   pyperf->Signal(SIGTERM);
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf -p " + std::to_string(pid), seconds(120));
 

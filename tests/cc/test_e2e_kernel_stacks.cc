@@ -33,6 +33,7 @@ namespace pyperf_test {
 namespace {
 
 using std::chrono::seconds;
+using std::chrono::milliseconds;
 
 // Slots for far fewer stacks than the workload makes: a stack whose slot is
 // taken is lost, and a PyPerf that let a new stack take an old one's slot
@@ -104,13 +105,10 @@ TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames)
   // buffers while their kernel stacks' slots are wanted by newer stacks.
   std::vector<Dump> dumps;
   auto dump_once = [&]() -> bool {
-    const uint64_t from = CpuTicks(workload->pid());
-    const auto second = static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
     pyperf->Signal(SIGSTOP);
-    bool ran = WaitFor([&] { return CpuTicks(workload->pid()) >= from + second / 4; }, seconds(60));
+    bool ran = WaitForCpu(workload->pid(), milliseconds(250));
     pyperf->Signal(SIGCONT);
-    if (!ran || !WaitFor([&] { return CpuTicks(workload->pid()) >= from + second; }, seconds(60)))
-      return false;
+    if (!ran || !WaitForCpu(workload->pid(), milliseconds(750))) return false;
     const size_t before = dumps.size();
     auto dump_lines = [&] {
       std::vector<std::string> lines;

@@ -966,17 +966,32 @@ std::optional<NativeRound> LastNativeRound(const std::string& stderr_text) {
   return last;
 }
 
+// Distinct native frames of `lines` that lie under kernel frames: a sample in
+// a system call, whose user stack is return addresses and a syscall
+// instruction, each at one fixed (file, offset) per name.
+std::set<std::string> NativeFramesInSystemCalls(const std::vector<CollapsedLine>& lines) {
+  std::set<std::string> names;
+  for (const auto& l : lines) {
+    if (FramesOfKind(l, FrameKind::kKernel).empty()) continue;
+    for (const auto& f : FramesOfKind(l, FrameKind::kNative))
+      if (!IsNativeMarker(f)) names.insert(f);
+  }
+  return names;
+}
+
 // Case 6: names are cached by (file, offset) for every process that maps the
 // file, not per process. Process A runs alone (B stopped) until its lookups
 // stop missing; then A stops and B, the same interpreter running the same
-// loop, runs: B's frames are at the offsets A's were, so they must hit. A
-// cache per process would miss each of them once more.
+// os.readv loop, runs. B's samples in the system call sit at the offsets A's
+// did, so with a shared cache they all hit; a cache per process would miss
+// each of them once more. The loop spends about one part in 30000 of its
+// time in user space, where PCs vary, so B's other misses are rare.
 TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
   auto python = FindInterpreter("3.11");
   if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
   PYPERF_REQUIRE_BPF();
-  auto a = StartWorkload(*python, "native_busy_loop.py");
-  auto b = StartWorkload(*python, "native_busy_loop.py");
+  auto a = StartWorkload(*python, "native_read_loop.py");
+  auto b = StartWorkload(*python, "native_read_loop.py");
   ASSERT_TRUE(a && b);
   b->Signal(SIGSTOP);
   auto pyperf = StartPyPerf({"-v", "3", "-F", std::to_string(kFrequencyHz), "-p",
@@ -998,16 +1013,15 @@ TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
       seconds(120));
   ASSERT_TRUE(a_settled && settled) << "A's lookups never stopped missing; stderr:\n"
                                     << pyperf->Stderr();
-  ASSERT_GE(settled->entries, 3u) << "too few names cached to tell: " << pyperf->Stderr();
 
-  // Then B alone, for as many unwinds again.
+  // Then B alone, for 100 unwinds or more.
   a->Signal(SIGSTOP);
   b->Signal(SIGCONT);
   std::optional<NativeRound> after;
   ASSERT_TRUE(WaitFor(
       [&] {
         auto now = round();
-        if (now && now->unwinds >= settled->unwinds + 400) after = now;
+        if (now && now->unwinds >= settled->unwinds + 100) after = now;
         return after.has_value() || !pyperf->Running();
       },
       seconds(120)))
@@ -1017,19 +1031,27 @@ TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
   b->Signal(SIGSTOP);
   pyperf->Signal(SIGTERM);
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf -v 3", kPyPerfTimeout);
-  ASSERT_FALSE(run.profile.OfPid(b->pid()).empty()) << "no samples of B";
+
+  // The fixed frames B hit, each one A hit too (so A's lookup cached it).
+  const std::set<std::string> a_fixed = NativeFramesInSystemCalls(run.profile.OfPid(a->pid()));
+  const std::set<std::string> b_fixed = NativeFramesInSystemCalls(run.profile.OfPid(b->pid()));
+  for (const auto& f : b_fixed)
+    EXPECT_TRUE(a_fixed.count(f)) << f << " is in B's system calls but not in A's";
+  ASSERT_GE(b_fixed.size(), 3u) << "too few native frames under B's system calls to tell:\n"
+                                << Excerpt(run.profile.OfPid(b->pid()));
 
   unsigned long long new_misses = after->misses - settled->misses;
   std::cout << "[ e2e ] A alone: " << settled->unwinds << " unwinds, " << settled->misses
             << " misses, " << settled->entries
             << " names cached; then B alone: " << after->unwinds - settled->unwinds << " unwinds, "
-            << new_misses << " new misses" << std::endl;
-  // A per-process cache misses on each of B's distinct frames, about as many
-  // as A cached (measured: 20); a shared one only on an offset A never
-  // happened to hit (measured: 0-2).
-  EXPECT_LE(new_misses * 2, settled->entries)
-      << new_misses << " new misses for B after A cached " << settled->entries
-      << " names: B's lookups of the same (file, offset) do not find A's; stderr:\n"
+            << new_misses << " new misses; " << b_fixed.size()
+            << " distinct native frames under B's system calls" << std::endl;
+  // A cache per process misses at least once on each of B's fixed frames; a
+  // shared one only on a user-space PC A never hit (measured: 0).
+  EXPECT_LT(new_misses, b_fixed.size())
+      << new_misses << " new misses for B, whose system calls have " << b_fixed.size()
+      << " distinct native frames A had cached: B's lookups of the same (file, offset) do not "
+         "find A's; stderr:\n"
       << run.stderr_text;
 }
 

@@ -129,10 +129,7 @@ class OutputProtocolTest : public ::testing::Test {
   // Waits until the workload has used another `cpu` of CPU time: samples
   // to dump, however busy the machine is.
   void WaitForWorkloadCpu(milliseconds cpu) {
-    const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
-    const uint64_t from = CpuTicks(workload_->pid());
-    ASSERT_TRUE(WaitFor([&] { return CpuTicks(workload_->pid()) >= from + ticks; }, seconds(60)))
-        << "the workload did not run";
+    ASSERT_TRUE(WaitForCpu(workload_->pid(), cpu)) << "the workload did not run";
   }
 
   // Ends a PyPerf with `sig` (once it is ready and the workload has run for

@@ -140,6 +140,13 @@ uint64_t CpuTicks(pid_t pid) {
   return utime + stime;
 }
 
+bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu, std::chrono::milliseconds timeout) {
+  const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
+  const uint64_t from = CpuTicks(pid);
+  return WaitFor([&] { return CpuTicks(pid) >= from + ticks; }, timeout) &&
+         CpuTicks(pid) >= from + ticks;
+}
+
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {
   std::string out;
   for (size_t i = 0; i < lines.size() && i < max_lines; ++i) out += "\n  " + lines[i].text;

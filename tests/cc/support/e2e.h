@@ -78,6 +78,11 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
 // (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a
 // workload to have run, however busy the machine.
 uint64_t CpuTicks(pid_t pid);
+// Waits until process `pid` has used `cpu` more CPU time than now (true), or
+// `timeout` passes (false): "the workload has run", on a machine
+// however busy.
+bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu,
+                std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
