@@ -109,25 +109,12 @@ TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames)
     bool ran = WaitForCpu(workload->pid(), milliseconds(250));
     pyperf->Signal(SIGCONT);
     if (!ran || !WaitForCpu(workload->pid(), milliseconds(750))) return false;
-    const size_t before = dumps.size();
-    auto dump_lines = [&] {
-      std::vector<std::string> lines;
-      for (const auto& line : SplitLines(pyperf->Stderr()))
-        if (line.rfind("PyPerf: samples collected: ", 0) == 0) lines.push_back(line);
-      return lines;
-    };
-    pyperf->Signal(SIGUSR2);
-    if (!WaitFor([&] { return dump_lines().size() > before || !pyperf->Running(); }, seconds(60)))
-      return false;
-    auto lines = dump_lines();
-    if (lines.size() <= before) return false;
-    const std::string& line = lines[before];
-    size_t at = line.find("output: ");
-    if (at == std::string::npos) return false;
+    auto line = RequestDump(*pyperf, seconds(60));
+    if (!line || DumpOutputPath(*line).empty()) return false;
     Dump dump;
-    dump.profile = ParseCollapsed(ReadFile(line.substr(at + 8)));
-    dump.errors = DumpCounter(line, "kernel stack errors").value_or(0);
-    dump.freed = DumpCounter(line, "kernel stacks freed").value_or(0);
+    dump.profile = ParseCollapsed(ReadFile(DumpOutputPath(*line)));
+    dump.errors = DumpCounter(*line, "kernel stack errors").value_or(0);
+    dump.freed = DumpCounter(*line, "kernel stacks freed").value_or(0);
     dumps.push_back(std::move(dump));
     return true;
   };

@@ -50,7 +50,11 @@ BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
 BPF_TABLE("lru_hash", u32, u64, thread_states, 16384);
 BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
 BPF_HASH(symbol_by_id, s32, struct pyperf_symbol, SYMBOLS_MAP_SIZE);
-BPF_PERCPU_ARRAY(symbol_counter, u32, 1);
+/* Per CPU: [PYPERF_SYMBOL_NEXT_ID] the count that makes ids unique,
+ * [PYPERF_SYMBOL_INTERNED] symbols this CPU put into both maps. User space
+ * retires symbols (deletes them from both maps) and knows how many it did,
+ * so the maps' fill is the sum of the second less that. */
+BPF_PERCPU_ARRAY(symbol_counter, u64, PYPERF_SYMBOL_COUNTERS);
 /* Scratch per CPU; a plain array indexed by CPU, since per-CPU map values
  * are limited to 32 KiB and the user stack copy may be larger. */
 BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
@@ -214,7 +218,8 @@ static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, 
   }
 }
 
-/* Interns the frame's code object as a symbol id; -1 when the map is full. */
+/* Interns the frame's code object as a symbol id; PYPERF_SYMBOL_LOST when
+ * the map is full. */
 static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, struct pyperf_offsets *o,
                                          u64 code, u64 frame) {
   struct pyperf_symbol *sym = &state->symbol;
@@ -228,20 +233,27 @@ static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, stru
 
   s32 *existing = symbols.lookup(sym);
   if (existing) return *existing;
-  int zero = 0;
-  u32 *counter = symbol_counter.lookup(&zero);
-  if (!counter) return -1;
-  /* Ids are unique without atomics: the CPU number above a per-CPU count. */
+  int next_slot = PYPERF_SYMBOL_NEXT_ID, interned_slot = PYPERF_SYMBOL_INTERNED;
+  u64 *counter = symbol_counter.lookup(&next_slot);
+  u64 *interned = symbol_counter.lookup(&interned_slot);
+  if (!counter || !interned) return PYPERF_SYMBOL_LOST;
+  /* Ids without atomics: the CPU number above a per-CPU count. */
   s32 id = (s32)(((bpf_get_smp_processor_id() & 0x7f) << 24) | (*counter & 0xffffff));
   *counter += 1;
   if (symbols.insert(sym, &id) != 0) {
     /* Another CPU interned it first, or the map is full. */
     existing = symbols.lookup(sym);
-    return existing ? *existing : -1;
+    return existing ? *existing : PYPERF_SYMBOL_LOST;
   }
-  /* User space resolves ids through this map; it is updated before the event
-   * that names the id is sent. */
-  if (symbol_by_id.update(&id, sym) != 0) return -1;
+  /* User space resolves ids through this map; the id is stored before the
+   * event that names it is sent. An id still held by another symbol (the
+   * count wrapped, or a host of more than 128 CPUs) is never overwritten:
+   * the new symbol gives its key back and this frame is lost, not misnamed. */
+  if (symbol_by_id.insert(&id, sym) != 0) {
+    symbols.delete(sym);
+    return PYPERF_SYMBOL_LOST;
+  }
+  *interned += 1;
   return id;
 }
 

@@ -12,6 +12,7 @@
 #include "perf_event.h"
 
 namespace pyperf {
+
 // Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c and KernelOffsetCheckProgram.c
 // (cmake/EmbedFiles.cmake).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedBpfProgram();
@@ -23,6 +24,17 @@ constexpr int kMaxThreadWalks = 16;  // 1024 thread states at most per lookup
 constexpr char kCheckProgram[] = "check_kernel_offsets";
 // Between two reads of the check's results the thread stays in user mode.
 constexpr auto kCheckSpin = std::chrono::microseconds(100);
+
+// The keys of a map keyed by int32 into *keys (replaced), by a walk.
+void ReadInt32Keys(int map_fd, std::vector<int32_t>* keys) {
+  keys->clear();
+  int32_t key = 0, next = 0;
+  for (const void* from = nullptr; bpf_map_get_next_key(map_fd, from, &next) == 0; from = &key) {
+    keys->push_back(next);
+    key = next;
+  }
+}
+
 
 uint64_t NextPowerOfTwoMask(uint64_t n) {
   uint64_t p = 1;
@@ -223,6 +235,31 @@ std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
   return symbol;
 }
 
+bool PyPerfBpf::RetireSymbol(int32_t id) {
+  auto by_id = bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id");
+  auto by_key = bpf_->get_hash_table<pyperf_symbol, int32_t>("symbols");
+  pyperf_symbol key;
+  if (!by_id.get_value(id, key).ok()) return false;
+  // The key first: from then on the program interns the code again under a
+  // new id rather than hand out this one.
+  int32_t current = 0;
+  if (by_key.get_value(key, current).ok() && current == id) by_key.remove_value(key);
+  return by_id.remove_value(id).ok();
+}
+
+std::optional<std::vector<uint64_t>> PyPerfBpf::InternedSymbols() {
+  auto counters = bpf_->get_percpu_array_table<uint64_t>("symbol_counter");
+  std::vector<uint64_t> per_cpu;
+  if (!counters.get_value(PYPERF_SYMBOL_INTERNED, per_cpu).ok()) return std::nullopt;
+  return per_cpu;
+}
+
+std::vector<int32_t> PyPerfBpf::SymbolIds() {
+  std::vector<int32_t> ids;
+  ReadInt32Keys(bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_fd(), &ids);
+  return ids;
+}
+
 bool PyPerfBpf::ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out) {
   out->clear();
   if (stack_id < 0 || bpf_map_lookup_elem(kernel_stacks_fd_, &stack_id, &kernel_stack_) != 0)
@@ -238,13 +275,7 @@ Result<size_t> PyPerfBpf::ClearKernelStacks(uint32_t next_generation) {
   // The ids held first, then their deletion: the walk needs each id it
   // starts from to be held still. A stack the program adds meanwhile stays
   // until the next clear, and its events, of the old generation, are lost.
-  kernel_stack_ids_.clear();
-  int32_t id = 0, next = 0;
-  for (const void* from = nullptr; bpf_map_get_next_key(kernel_stacks_fd_, from, &next) == 0;
-       from = &id) {
-    kernel_stack_ids_.push_back(next);
-    id = next;
-  }
+  ReadInt32Keys(kernel_stacks_fd_, &kernel_stack_ids_);
   size_t freed = 0;
   for (int32_t held : kernel_stack_ids_)
     freed += bpf_map_delete_elem(kernel_stacks_fd_, &held) == 0;

@@ -87,6 +87,13 @@ class PyPerfBpf {
 
   // The symbol interned under `id`, if any.
   std::optional<pyperf_symbol> LookupSymbol(int32_t id);
+  // Deletes `id` from both symbol maps (its key only while it still maps to
+  // `id`); true if symbol_by_id held it.
+  bool RetireSymbol(int32_t id);
+  // Each CPU's count of symbols it put into the maps.
+  std::optional<std::vector<uint64_t>> InternedSymbols();
+  // Every id symbol_by_id holds (a walk of the map).
+  std::vector<int32_t> SymbolIds();
   // The kernel return addresses of a stack id, innermost first, into *out
   // (replaced; no allocation once it has room). False if the map holds no
   // such id.

@@ -142,6 +142,11 @@ struct pyperf_symbol {
   pp_s32 first_line;
 };
 
+/* The slots of the per-CPU symbol_counter array. */
+#define PYPERF_SYMBOL_NEXT_ID 0
+#define PYPERF_SYMBOL_INTERNED 1
+#define PYPERF_SYMBOL_COUNTERS 2
+
 /* Special symbol ids. */
 #define PYPERF_SYMBOL_LOST (-1)    /* symbols map full: [Lost Symbol] */
 #define PYPERF_SYMBOL_MISSING (-2) /* a frame without a code object: (missing) */

@@ -99,9 +99,16 @@ Status PyPerfProfiler::Init() {
   if (!stored.ok()) return stored;
 
   PyPerfBpf* raw_bpf = bpf_.get();
-  python_ = std::make_unique<PythonStackDecoder>(
-      [raw_bpf](int32_t id) { return raw_bpf->LookupSymbol(id); },
-      options_.line_numbers == LineNumberMode::kCurrent);
+  PythonSymbolTable::Maps maps;
+  maps.lookup = [raw_bpf](int32_t id) { return raw_bpf->LookupSymbol(id); };
+  maps.retire = [raw_bpf](int32_t id) { return raw_bpf->RetireSymbol(id); };
+  maps.interned = [raw_bpf] { return raw_bpf->InternedSymbols(); };
+  maps.ids = [raw_bpf] { return raw_bpf->SymbolIds(); };
+  PythonSymbolTable::Limits symbol_limits;
+  symbol_limits.capacity = options_.symbols_map_size;
+  symbols_ = std::make_unique<PythonSymbolTable>(std::move(maps), symbol_limits);
+  python_ = std::make_unique<PythonStackDecoder>(symbols_.get(),
+                                                 options_.line_numbers == LineNumberMode::kCurrent);
 
   if (options_.user_stacks_pages > 0) {
     NativeUnwinderOptions native;
@@ -155,11 +162,16 @@ void PyPerfProfiler::AppendKernelFrames(const pyperf_event& event, StackText* st
   }
 }
 
+void PyPerfProfiler::DrainEvents() {
+  bpf_->Poll(0);
+  symbols_->AfterFullDrain();
+}
+
 void PyPerfProfiler::ClearKernelStacks() {
   // Every event taken so far is read first, its id still valid: only those
   // taken while the map is emptied are lost (of the old generation), none
   // misread.
-  bpf_->Poll(0);
+  DrainEvents();
   const uint32_t next = kernel_stack_generation_ + 1;
   auto freed = bpf_->ClearKernelStacks(next);
   if (!freed.ok()) {
@@ -264,16 +276,20 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   auto info = final_dump ? output_->FinalDump() : output_->Dump();
   if (!info.ok()) return info.status();
   const uint64_t log_dropped = stderr_.dropped();
-  char line[512];
+  const PythonSymbolTable::Stats& symbols = symbols_->stats();
+  char line[640];
   snprintf(line, sizeof(line),
            "samples collected: %llu, lost: %llu, truncated: %llu, symbol errors: %llu, "
-           "kernel stack errors: %llu, kernel stacks freed: %llu, native stack errors: %llu, "
+           "kernel stack errors: %llu, kernel stacks freed: %llu, symbols retired: %llu, "
+           "symbols in map: %llu, native stack errors: %llu, "
            "sample errors: %llu, no thread state: %llu, replaced processes: %llu, "
            "log lines dropped: %llu, processes: %zu, output: %s",
            (unsigned long long)info->samples, (unsigned long long)counters_.lost,
            (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.kernel_stacks_freed,
+           (unsigned long long)(symbols.retired - symbols_retired_at_last_dump_),
+           (unsigned long long)symbols.in_maps,
            (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
            (unsigned long long)counters_.no_thread_state, (unsigned long long)counters_.replaced,
@@ -298,7 +314,13 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   }
   // A dropped dump line leaves its count to the next one.
   if (stderr_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
+  Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
+             std::to_string(options_.symbols_map_size) + ", cached " +
+             std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
+             " (never named " + std::to_string(symbols.unknown) + "), map walks " +
+             std::to_string(symbols.walks));
   counters_ = IntervalCounters{};
+  symbols_retired_at_last_dump_ = symbols.retired;
   return Status::Ok();
 }
 
@@ -349,6 +371,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
         UpdateProcesses();
       }
       python_->EndRound();
+      symbols_->EndRound();  // after the round's events: their ids are marked used
       if (native_) {
         native_->cache_eviction();  // exactly once per sampling round
         if (options_.verbosity >= 3 && Clock::now() >= next_native_log) {
@@ -362,7 +385,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
       next_kernel_stacks_clear = Clock::now() + kKernelStacksClearInterval;
     }
     if (g_dump_requested.exchange(false)) {
-      bpf_->Poll(0);  // every event taken before the signal is in this dump
+      DrainEvents();  // every event taken before the signal is in this dump
       st = Dump();
       if (!st.ok()) Log(0, "dump failed: " + st.message());
     }
@@ -374,7 +397,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     }
   }
   bpf_->Detach();
-  bpf_->Poll(0);  // what was already in the buffers belongs to this run
+  DrainEvents();  // what was already in the buffers belongs to this run
   st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
     Error("final dump failed: " + st.message());

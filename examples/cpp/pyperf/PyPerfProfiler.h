@@ -28,6 +28,7 @@
 #include "PyPerfOptions.h"
 #include "PythonProcess.h"
 #include "PythonStackDecoder.h"
+#include "PythonSymbols.h"
 #include "TrackedProcess.h"
 #include "kallsyms.h"
 #include "native_unwinder.h"
@@ -84,6 +85,9 @@ class PyPerfProfiler {
   void ClearKernelStacks();
   void AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack);
   Status Dump(bool final_dump = false);
+  // Reads every event of every ring, then lets the symbol table forget the
+  // ids no event in flight can name any more.
+  void DrainEvents();
   void LogNativeRound();
   // "PyPerf: <message>" on stderr if -v is at least `level`.
   void Log(int level, const std::string& message);
@@ -100,7 +104,9 @@ class PyPerfProfiler {
   std::unique_ptr<PyPerfBpf> bpf_;
   std::unique_ptr<CollapsedOutput> output_;
   PythonProcessInspector inspector_;
+  std::unique_ptr<PythonSymbolTable> symbols_;  // before python_, which uses it
   std::unique_ptr<PythonStackDecoder> python_;
+  uint64_t symbols_retired_at_last_dump_ = 0;
   std::unique_ptr<NativeUnwinder> native_;  // null with --user-stacks-pages 0
   std::vector<NativeFrame> native_frames_;  // reused: no allocation per sample
   std::vector<uint64_t> kernel_addrs_;      // reused too

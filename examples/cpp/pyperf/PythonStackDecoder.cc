@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "PythonFrameFormat.h"
-#include "PythonText.h"
 #include "process_memory.h"
 
 namespace pyperf {
@@ -105,28 +104,12 @@ std::optional<int> LineFromTable(int64_t format, std::string_view table, int fir
   }
 }
 
-PythonStackDecoder::PythonStackDecoder(SymbolSource source, bool current_lines)
-    : source_(std::move(source)), current_lines_(current_lines) {}
-
-const PythonStackDecoder::Symbol* PythonStackDecoder::Lookup(int32_t id) {
-  auto it = symbols_.find(id);
-  if (it != symbols_.end()) return &it->second;
-  // BPF stores a symbol under its id before it sends an event naming it.
-  auto raw = source_(id);
-  if (!raw) return nullptr;
-  Symbol s;
-  // The class name is a NUL-terminated copy: its last byte is the terminator.
-  s.file = DecodePythonText(raw->file, sizeof(raw->file), raw->file_text);
-  s.function = DecodePythonText(raw->function, sizeof(raw->function), raw->function_text);
-  s.class_name = DecodePythonText(raw->class_name, sizeof(raw->class_name) - 1, raw->class_text);
-  s.first_line = raw->first_line;
-  s.text = FormatPythonFrame(s.file, s.function, s.class_name, s.first_line);
-  return &symbols_.emplace(id, std::move(s)).first->second;
-}
+PythonStackDecoder::PythonStackDecoder(PythonSymbolTable* symbols, bool current_lines)
+    : symbols_(symbols), current_lines_(current_lines) {}
 
 std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process,
                                                    const pyperf_frame& frame,
-                                                   const Symbol& symbol) {
+                                                   const PythonSymbol& symbol) {
   const pyperf_offsets* o = process.offsets;
   if (!o || frame.code == 0 || frame.lasti < -1) return std::nullopt;
   pid_t pid = process.pid;
@@ -162,7 +145,7 @@ void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedPr
       ++*symbol_errors;
       continue;
     }
-    const Symbol* symbol = frame.symbol_id >= 0 ? Lookup(frame.symbol_id) : nullptr;
+    const PythonSymbol* symbol = frame.symbol_id >= 0 ? symbols_->Resolve(frame.symbol_id) : nullptr;
     if (!symbol) {
       out->AddMarker(kLostSymbol);
       ++*symbol_errors;

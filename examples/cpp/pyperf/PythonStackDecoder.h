@@ -1,7 +1,6 @@
 // PythonStackDecoder: turns the Python part of a BPF event (symbol ids, leaf
-// first) into frames of a StackText, root first. Symbol ids are resolved
-// once each through the BPF id -> symbol map, their raw string bytes decoded
-// to UTF-8 (PythonText.h), spelled (PythonFrameFormat.h) and cached. With
+// first) into frames of a StackText, root first. Symbol ids are resolved by
+// the PythonSymbolTable (decoded, spelled, cached and aged there). With
 // --line-numbers current, each frame's executing line is decoded from its
 // code object's line table, read with process_vm_readv at the process's own
 // offsets (TrackedProcess) in the format its layout names.
@@ -10,17 +9,16 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "FrameSpelling.h"
 #include "PyPerfBpfShared.h"
+#include "PythonSymbols.h"
 #include "TrackedProcess.h"
 
 namespace pyperf {
@@ -40,10 +38,8 @@ std::optional<int> LineFromTable(int64_t format, std::string_view table, int fir
 
 class PythonStackDecoder {
  public:
-  // Looks one symbol id up in BPF (nullopt if absent).
-  using SymbolSource = std::function<std::optional<pyperf_symbol>(int32_t)>;
-
-  PythonStackDecoder(SymbolSource source, bool current_lines);
+  // `symbols` outlives the decoder.
+  PythonStackDecoder(PythonSymbolTable* symbols, bool current_lines);
 
   // Frames of `event` added to `out` root first. Counts frames whose symbol
   // could not be resolved in *symbol_errors.
@@ -55,18 +51,11 @@ class PythonStackDecoder {
   void ForgetProcess(pid_t pid);
 
  private:
-  struct Symbol {
-    std::string file, function, class_name;  // UTF-8
-    int first_line = 0;
-    std::string text;  // formatted with the first line
-  };
-  const Symbol* Lookup(int32_t id);
   std::optional<int> CurrentLine(const TrackedProcess& process, const pyperf_frame& frame,
-                                 const Symbol& symbol);
+                                 const PythonSymbol& symbol);
 
-  SymbolSource source_;
+  PythonSymbolTable* symbols_;
   bool current_lines_;
-  std::unordered_map<int32_t, Symbol> symbols_;
 
   // (pid, code address, symbol id) -> the code object's line table bytes.
   std::map<std::tuple<pid_t, uint64_t, int32_t>, std::string> line_tables_;

@@ -140,6 +140,30 @@ uint64_t CpuTicks(pid_t pid) {
   return utime + stime;
 }
 
+std::vector<std::string> DumpLines(const ChildProcess& pyperf) {
+  std::vector<std::string> lines;
+  for (const auto& line : SplitLines(pyperf.Stderr()))
+    if (line.rfind("PyPerf: samples collected: ", 0) == 0) lines.push_back(line);
+  return lines;
+}
+
+std::optional<std::string> RequestDump(ChildProcess& pyperf, std::chrono::milliseconds timeout) {
+  const size_t before = DumpLines(pyperf).size();
+  pyperf.Signal(SIGUSR2);
+  WaitFor([&] { return DumpLines(pyperf).size() > before || !pyperf.Running(); }, timeout);
+  auto lines = DumpLines(pyperf);
+  if (lines.size() <= before) return std::nullopt;
+  return lines[before];
+}
+
+std::string DumpOutputPath(const std::string& dump_line) {
+  const std::string tag = "output: ";
+  size_t at = dump_line.rfind(tag);
+  if (at == std::string::npos) return "";
+  std::string path = dump_line.substr(at + tag.size());
+  return path == "stdout" ? "" : path;
+}
+
 bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu, std::chrono::milliseconds timeout) {
   const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
   const uint64_t from = CpuTicks(pid);

@@ -61,6 +61,14 @@ struct PyPerfRun {
 PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
                        std::chrono::milliseconds timeout);
 
+// PyPerf's dump lines on stderr so far ("PyPerf: samples collected: ...").
+std::vector<std::string> DumpLines(const ChildProcess& pyperf);
+// Sends SIGUSR2 and waits for the dump line it brings; nullopt if none came
+// within `timeout` or PyPerf ended.
+std::optional<std::string> RequestDump(ChildProcess& pyperf, std::chrono::milliseconds timeout);
+// The file a dump line names ("output: PATH"); empty if it names none.
+std::string DumpOutputPath(const std::string& dump_line);
+
 // The sum of counter `name` over the dump lines PyPerf printed on stderr
 // ("PyPerf: samples collected: N, ..., name: N, ..."); nullopt if no dump
 // line has it.

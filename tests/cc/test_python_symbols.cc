@@ -1,0 +1,195 @@
+// PythonSymbolTable (examples/cpp/pyperf/PythonSymbols.h) over a fake of the
+// two BPF symbol maps that behaves as the program does: interning a key gives
+// a new id, retiring deletes both entries. Checked: an id resolves to its own
+// symbol; idle ids are retired after their age; a full map is brought back
+// to its low mark, least recently used first; a retired id still resolves
+// until a full drain a round later, then not; ids no event named are found
+// by a walk and retired.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "PythonSymbols.h"
+
+namespace pyperf_test {
+namespace {
+
+using pyperf::PythonSymbol;
+using pyperf::PythonSymbolTable;
+
+// The BPF maps as the program keeps them: key (a function name here) <-> id.
+struct FakeMaps {
+  std::map<std::string, int32_t> by_key;
+  std::map<int32_t, std::string> by_id;
+  int32_t next_id = 100;
+  uint64_t interned = 0;
+  int lookups = 0, walks = 0;
+
+  int32_t Intern(const std::string& function) {
+    auto it = by_key.find(function);
+    if (it != by_key.end()) return it->second;
+    const int32_t id = next_id++;
+    by_key[function] = id;
+    by_id[id] = function;
+    ++interned;
+    return id;
+  }
+
+  PythonSymbolTable::Maps Maps() {
+    PythonSymbolTable::Maps m;
+    m.lookup = [this](int32_t id) -> std::optional<pyperf_symbol> {
+      ++lookups;
+      auto it = by_id.find(id);
+      if (it == by_id.end()) return std::nullopt;
+      pyperf_symbol s{};
+      std::memcpy(s.function, it->second.data(), it->second.size());
+      s.function_text.size = static_cast<uint32_t>(it->second.size());
+      s.function_text.encoding = PYPERF_TEXT_LATIN1;
+      std::memcpy(s.file, "app.py", 6);
+      s.file_text.size = 6;
+      s.file_text.encoding = PYPERF_TEXT_LATIN1;
+      s.first_line = 1;
+      return s;
+    };
+    m.retire = [this](int32_t id) {
+      auto it = by_id.find(id);
+      if (it == by_id.end()) return false;
+      by_key.erase(it->second);
+      by_id.erase(it);
+      return true;
+    };
+    m.interned = [this] {  // two CPUs
+      return std::optional<std::vector<uint64_t>>({interned / 2, interned - interned / 2});
+    };
+    m.ids = [this] {
+      ++walks;
+      std::vector<int32_t> ids;
+      for (const auto& [id, name] : by_id) ids.push_back(id);
+      return ids;
+    };
+    return m;
+  }
+};
+
+PythonSymbolTable::Limits SmallLimits() {
+  PythonSymbolTable::Limits l;
+  l.capacity = 100;
+  l.max_idle_rounds = 50;
+  l.high_percent = 90;
+  l.low_percent = 75;
+  return l;
+}
+
+std::string FunctionOf(const PythonSymbol* s) { return s ? s->function : "<none>"; }
+
+TEST(PythonSymbolTable, AnIdResolvesToItsOwnSymbolOnceLookedUp) {
+  FakeMaps maps;
+  PythonSymbolTable table(maps.Maps(), SmallLimits());
+  const int32_t a = maps.Intern("alpha"), b = maps.Intern("beta");
+  EXPECT_EQ(FunctionOf(table.Resolve(a)), "alpha");
+  EXPECT_EQ(FunctionOf(table.Resolve(b)), "beta");
+  EXPECT_EQ(FunctionOf(table.Resolve(a)), "alpha");
+  EXPECT_EQ(maps.lookups, 2) << "a resolved id is cached";
+  EXPECT_EQ(table.Resolve(12345), nullptr);
+  EXPECT_NE(table.Resolve(a)->text.find("alpha (app.py:1)"), std::string::npos)
+      << table.Resolve(a)->text;
+}
+
+TEST(PythonSymbolTable, IdleIdsAreRetiredAfterTheirAgeAndUsedOnesStay) {
+  FakeMaps maps;
+  PythonSymbolTable table(maps.Maps(), SmallLimits());
+  const int32_t used = maps.Intern("used"), idle = maps.Intern("idle");
+  table.Resolve(used);
+  table.Resolve(idle);
+  for (int round = 0; round < 60; ++round) {
+    table.Resolve(used);
+    table.EndRound();
+  }
+  EXPECT_EQ(maps.by_id.count(idle), 0u) << "unused for more than 50 rounds";
+  EXPECT_EQ(maps.by_key.count("idle"), 0u);
+  EXPECT_EQ(maps.by_id.count(used), 1u);
+  EXPECT_EQ(table.stats().retired, 1u);
+  EXPECT_EQ(table.stats().in_maps, 1u);
+  // The next sample of "idle" interns it under a new id, which resolves.
+  const int32_t again = maps.Intern("idle");
+  EXPECT_NE(again, idle);
+  EXPECT_EQ(FunctionOf(table.Resolve(again)), "idle");
+}
+
+TEST(PythonSymbolTable, AFullMapGoesBackToItsLowMarkLeastRecentlyUsedFirst) {
+  FakeMaps maps;
+  auto limits = SmallLimits();
+  limits.max_idle_rounds = 1000;  // pressure alone
+  PythonSymbolTable table(maps.Maps(), limits);
+  std::vector<int32_t> ids;
+  // Symbols interned in batches, one batch a round, each used when interned;
+  // f0..f4 are used again every round. After the sixth round the maps hold
+  // 90 (not above 90% of 100); the seventh brings 95, and the 20 least
+  // recently used, f5..f24 (rounds 1 and 2), are retired.
+  for (int batch : {10, 15, 20, 20, 20, 5, 5}) {
+    for (int i = 0; i < batch; ++i) {
+      ids.push_back(maps.Intern("f" + std::to_string(ids.size())));
+      table.Resolve(ids.back());
+    }
+    for (size_t hot = 0; hot < 5; ++hot) table.Resolve(ids[hot]);
+    table.EndRound();
+    if (ids.size() == 90) {
+      EXPECT_EQ(maps.by_id.size(), 90u) << "at the high mark, not above";
+    }
+  }
+  EXPECT_EQ(maps.by_id.size(), 75u);
+  EXPECT_EQ(table.stats().in_maps, 75u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 1u) << "f" << i;
+  for (int i = 5; i < 25; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 0u) << "f" << i;
+  for (int i = 25; i < 95; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 1u) << "f" << i;
+}
+
+TEST(PythonSymbolTable, ARetiredIdResolvesUntilAFullDrainARoundLater) {
+  FakeMaps maps;
+  auto limits = SmallLimits();
+  limits.max_idle_rounds = 10;
+  PythonSymbolTable table(maps.Maps(), limits);
+  const int32_t old = maps.Intern("old");
+  table.Resolve(old);
+  int rounds = 0;
+  while (maps.by_id.count(old) && rounds < 100) {
+    table.EndRound();
+    ++rounds;
+  }
+  ASSERT_EQ(maps.by_id.count(old), 0u) << "never retired";
+  // An event taken before the retirement, read now: still its own name,
+  // though the maps no longer hold it; a drain at once does not forget it.
+  EXPECT_EQ(FunctionOf(table.Resolve(old)), "old");
+  table.AfterFullDrain();
+  EXPECT_EQ(FunctionOf(table.Resolve(old)), "old");
+  // The round after the retirement ends (a round, 100 ms, later): a drain
+  // that begins now reads every event that could name it.
+  table.EndRound();
+  table.AfterFullDrain();
+  EXPECT_EQ(table.Resolve(old), nullptr) << "a round and a full drain later, forgotten";
+  EXPECT_EQ(table.stats().cached, 0u);
+}
+
+TEST(PythonSymbolTable, IdsNoEventNamedAreFoundByAWalkAndRetired) {
+  FakeMaps maps;
+  PythonSymbolTable table(maps.Maps(), SmallLimits());
+  const int32_t seen = maps.Intern("seen");
+  table.Resolve(seen);
+  for (int i = 0; i < 10; ++i) maps.Intern("unseen" + std::to_string(i));
+  table.EndRound();
+  EXPECT_EQ(maps.walks, 0) << "10 unknown ids are within an eighth of 100";
+  for (int i = 10; i < 20; ++i) maps.Intern("unseen" + std::to_string(i));
+  table.EndRound();
+  EXPECT_EQ(maps.walks, 1);
+  EXPECT_EQ(maps.by_id.size(), 1u);
+  EXPECT_EQ(maps.by_id.count(seen), 1u);
+  EXPECT_EQ(table.stats().unknown, 20u);
+  EXPECT_EQ(table.stats().in_maps, 1u);
+}
+
+}  // namespace
+}  // namespace pyperf_test
