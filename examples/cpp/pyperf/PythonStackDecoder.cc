@@ -11,6 +11,7 @@ namespace {
 
 constexpr size_t kMaxLineTableBytes = 1 << 16;
 constexpr size_t kMaxCachedLineTables = 16384;
+constexpr size_t kMaxCachedLineTableBytes = size_t{16} << 20;
 
 // Unsigned varint of the 3.11+ location table: 6-bit chunks, 0x40 = more.
 uint32_t ReadVarint(std::string_view t, size_t* pos) {
@@ -127,6 +128,7 @@ std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process
     std::string bytes(static_cast<size_t>(size), '\0');
     if (!ReadProcessMemory(pid, table_obj + o->bytes_data, bytes.data(), bytes.size()))
       return std::nullopt;
+    line_table_bytes_ += bytes.size();
     it = line_tables_.emplace(key, std::move(bytes)).first;
   }
   int first = symbol.first_line;
@@ -162,12 +164,18 @@ void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedPr
 }
 
 void PythonStackDecoder::EndRound() {
-  if (line_tables_.size() > kMaxCachedLineTables) line_tables_.clear();
+  if (line_tables_.size() > kMaxCachedLineTables || line_table_bytes_ > kMaxCachedLineTableBytes) {
+    line_tables_.clear();
+    line_table_bytes_ = 0;
+  }
 }
 
 void PythonStackDecoder::ForgetProcess(pid_t pid) {
   auto it = line_tables_.lower_bound(std::make_tuple(pid, uint64_t{0}, INT32_MIN));
-  while (it != line_tables_.end() && std::get<0>(it->first) == pid) it = line_tables_.erase(it);
+  while (it != line_tables_.end() && std::get<0>(it->first) == pid) {
+    line_table_bytes_ -= it->second.size();
+    it = line_tables_.erase(it);
+  }
 }
 
 }  // namespace pyperf

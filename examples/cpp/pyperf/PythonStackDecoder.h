@@ -46,7 +46,8 @@ class PythonStackDecoder {
   void AppendFrames(const pyperf_event& event, const TrackedProcess& process, StackText* out,
                     uint64_t* symbol_errors);
 
-  // Called once per sampling round: bounds the line-table cache.
+  // Called once per sampling round: bounds the line-table cache (emptied
+  // above 16384 tables or 16 MiB).
   void EndRound();
   void ForgetProcess(pid_t pid);
 
@@ -59,6 +60,7 @@ class PythonStackDecoder {
 
   // (pid, code address, symbol id) -> the code object's line table bytes.
   std::map<std::tuple<pid_t, uint64_t, int32_t>, std::string> line_tables_;
+  size_t line_table_bytes_ = 0;  // of line_tables_' values
 };
 
 }  // namespace pyperf
