@@ -5,26 +5,20 @@
 #include <sys/epoll.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "read_file.h"
+
 namespace pyperf {
 
 Result<std::vector<int>> OnlineCpus() {
-  std::FILE* f = std::fopen("/sys/devices/system/cpu/online", "re");
-  if (!f) {
-    return Status::Error(std::string("cannot read /sys/devices/system/cpu/online: ") +
-                         std::strerror(errno));
-  }
-  char text[4096];
-  size_t n = std::fread(text, 1, sizeof(text) - 1, f);
-  std::fclose(f);
-  text[n] = '\0';
+  auto text = ReadFile("/sys/devices/system/cpu/online");
+  if (!text.ok()) return text.status();
   // A list of ranges: "0-3,5,7-8\n".
   std::vector<int> cpus;
-  const char* p = text;
+  const char* p = text->c_str();
   while (*p && *p != '\n') {
     char* end;
     long first = std::strtol(p, &end, 10);
@@ -41,7 +35,7 @@ Result<std::vector<int>> OnlineCpus() {
     if (*p == ',') ++p;
   }
   if (cpus.empty())
-    return Status::Error("cannot parse /sys/devices/system/cpu/online: " + std::string(text));
+    return Status::Error("cannot parse /sys/devices/system/cpu/online: " + *text);
   return cpus;
 }
 

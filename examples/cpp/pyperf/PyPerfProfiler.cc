@@ -1,21 +1,16 @@
 // PyPerfProfiler: see PyPerfProfiler.h.
 #include "PyPerfProfiler.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <set>
 #include <string_view>
 
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
-#include "PyDebugOffsets.h"
-#include "PyOffsets.h"
 #include "btf_offsets.h"
-#include "proc_maps.h"
 
 namespace pyperf {
 namespace {
