@@ -16,6 +16,7 @@ PACKAGES=(
   git              # the package test copies the tracked tree
   util-linux       # setpriv: the unprivileged-run test
   procps
+  strace           # the read-only test traces PyPerf's system calls
   python3          # /usr/bin/python3 runs the gProfiler protocol harness
   # the Debian package and its test
   debhelper dpkg-dev lintian

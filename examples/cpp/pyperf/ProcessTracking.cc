@@ -2,9 +2,8 @@
 // profiles (the -p pids, or every process at each rescan), what it hands the
 // BPF program and the decoders for each, and forgetting a process that exited,
 // exec'd or whose pid now names another one.
-#include <signal.h>
+#include <sys/stat.h>
 
-#include <cerrno>
 #include <set>
 #include <string>
 
@@ -111,7 +110,9 @@ void PyPerfProfiler::UpdateProcesses() {
     if (!start.ok()) {  // gone, or not started yet
       // A -p pid missing at start is worth a warning; one that exited later is not.
       if (first_look) {
-        const bool exists = kill(pid, 0) == 0 || errno == EPERM;
+        // /proc, not kill(pid, 0): PyPerf sends nothing to any process.
+        struct stat proc_dir;
+        const bool exists = stat(("/proc/" + std::to_string(pid)).c_str(), &proc_dir) == 0;
         if (exists)
           Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
                "); PyPerf keeps running and tries again at each rescan");
