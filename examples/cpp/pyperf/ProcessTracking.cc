@@ -3,6 +3,8 @@
 // BPF program and the decoders for each, and forgetting a process that exited,
 // exec'd or whose pid now names another one.
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <set>
 #include <string>
@@ -20,11 +22,27 @@ std::string ExePath(pid_t pid) {
   return path.ok() ? *path : std::string();
 }
 
+// Rescans that look again at a process rejected just after its exec or
+// start, before the dynamic linker had mapped everything.
+constexpr int kYoungRejectionRetries = 3;
+constexpr uint64_t kYoungProcessSeconds = 2;
+
+// Whether a process started at `start_ticks` (clock ticks since boot) is
+// younger than kYoungProcessSeconds.
+bool StartedJustNow(uint64_t start_ticks) {
+  struct timespec now {};
+  if (clock_gettime(CLOCK_BOOTTIME, &now) != 0) return false;
+  const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK));
+  const uint64_t now_ticks = static_cast<uint64_t>(now.tv_sec) * ticks +
+                             static_cast<uint64_t>(now.tv_nsec) * ticks / 1000000000u;
+  return now_ticks < start_ticks + kYoungProcessSeconds * ticks;
+}
+
 }  // namespace
 
 void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   auto reject = [&](const std::string& why) {
-    rejected_[{info.pid, info.start_time}] = ExePath(info.pid);
+    rejected_[{info.pid, info.start_time}] = Rejection{ExePath(info.pid), 0};
     std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
     // A pid named with -p that cannot be profiled is a warning.
     if (options_.pids.empty())
@@ -131,11 +149,21 @@ void PyPerfProfiler::UpdateProcesses() {
     }
     // exec keeps the pid and start time: a rejection holds for one executable.
     auto rejected = rejected_.find({pid, *start});
-    if (rejected != rejected_.end() && rejected->second == ExePath(pid)) continue;
+    const bool looked_before = rejected != rejected_.end() && rejected->second.exe == ExePath(pid);
+    int retries = 0;
+    if (looked_before) {
+      if (rejected->second.retries == 0) continue;
+      retries = rejected->second.retries - 1;
+    }
+    const bool just_exec = exec_seen_.erase(pid) > 0;
+    if (just_exec || (!looked_before && StartedJustNow(*start))) retries = kYoungRejectionRetries;
     auto info = inspector_.Inspect(pid);
     if (!info.ok()) {
-      rejected_[{pid, *start}] = ExePath(pid);
-      if (!options_.pids.empty())
+      rejected_[{pid, *start}] = Rejection{ExePath(pid), retries};
+      // Right after an exec the new image may still be loading: look again
+      // at the end of the next round rather than at the next rescan.
+      if (just_exec) rescan_soon_ = true;
+      if (!options_.pids.empty() && !looked_before && !just_exec)
         Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
       else
         Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
@@ -155,6 +183,8 @@ void PyPerfProfiler::UpdateProcesses() {
   }
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
+  for (auto it = exec_seen_.begin(); it != exec_seen_.end();)
+    it = alive.count(*it) ? std::next(it) : exec_seen_.erase(it);
   Log(4, "rescan: " + std::to_string(alive.size()) + " processes alive, " +
              std::to_string(tracked_.size()) + " profiled");
 }

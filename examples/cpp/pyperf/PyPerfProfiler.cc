@@ -243,6 +243,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
       // were walked with another program's layout. Not one is printed; the
       // process is inspected again at the end of the round.
       ForgetProcess(static_cast<pid_t>(event.pid));  // native state too: read anew
+      exec_seen_.insert(static_cast<pid_t>(event.pid));
       rescan_soon_ = true;
       ++counters_.replaced;
       s.AddMarker(kProcessReplaced);

@@ -117,8 +117,16 @@ class PyPerfProfiler {
   KernelSymbols kernel_symbols_;
 
   std::map<pid_t, TrackedProcess> tracked_;
-  // (pid, start time) not profiled -> the executable it had then.
-  std::map<std::pair<pid_t, uint64_t>, std::string> rejected_;
+  // (pid, start time) not profiled -> the executable it had then, and how
+  // many more rescans look at it again anyway: a process inspected right
+  // after its exec or start may not have mapped libpython yet.
+  struct Rejection {
+    std::string exe;
+    int retries = 0;
+  };
+  std::map<std::pair<pid_t, uint64_t>, Rejection> rejected_;
+  // Pids whose exec PyPerf saw since they were last inspected.
+  std::set<pid_t> exec_seen_;
   // -p pids looked at once: only the first look warns about a missing pid.
   std::set<pid_t> looked_at_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;
