@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <algorithm>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -42,6 +44,36 @@ std::vector<CollapsedLine> LinesWhere(const std::vector<CollapsedLine>& lines,
   return out;
 }
 
+// Builds native_thread_spin.cc into `dir`; "" (with a failure) if g++ fails.
+std::string BuildNativeThreadLibrary(const TempDir& dir) {
+  std::string compiler = FindInPath("g++");
+  if (compiler.empty()) {
+    ADD_FAILURE() << "g++ is not installed";
+    return "";
+  }
+  const std::string library = dir.File("libpyperf_e2e_native_thread.so");
+  CommandResult built =
+      RunCommand({compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
+                  "-Werror", "-o", library, WorkloadPath("native_thread_spin.cc")},
+                 seconds(120));
+  if (built.exit_code != 0) {
+    ADD_FAILURE() << "g++ failed:\n" << built.err;
+    return "";
+  }
+  return library;
+}
+
+// The tid a native_thread_spin.py workload printed; 0 (with a failure) if none.
+pid_t NativeTid(const ChildProcess& workload) {
+  std::smatch m;
+  const std::string out = workload.Stdout();
+  if (!std::regex_search(out, m, std::regex("native-tid (\\d+)"))) {
+    ADD_FAILURE() << "no native-tid line: " << out;
+    return 0;
+  }
+  return static_cast<pid_t>(std::stol(m[1].str()));
+}
+
 // A tracked Python process with a thread that has no PyThreadState: its
 // samples are counted under "no thread state", exactly as many as its lines
 // hold, and none of the Python thread's.
@@ -49,23 +81,15 @@ TEST(NoThreadStateCounter, CountsTheSamplesOfANativeThread) {
   auto python = AnyInterpreter();
   if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
   PYPERF_REQUIRE_BPF();
-  std::string compiler = FindInPath("g++");
-  if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
   TempDir dir;  // outlives the workload that maps the library
-  const std::string library = dir.File("libpyperf_e2e_native_thread.so");
-  CommandResult built =
-      RunCommand({compiler, "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-Wall", "-Wextra",
-                  "-Werror", "-o", library, WorkloadPath("native_thread_spin.cc")},
-                 seconds(120));
-  ASSERT_EQ(built.exit_code, 0) << "g++ failed:\n" << built.err;
+  const std::string library = BuildNativeThreadLibrary(dir);
+  ASSERT_FALSE(library.empty());
 
   auto workload = StartWorkload(*python, "native_thread_spin.py", {library});
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  std::smatch m;
-  const std::string out = workload->Stdout();
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("native-tid (\\d+)"))) << out;
-  const pid_t native_tid = static_cast<pid_t>(std::stol(m[1].str()));
+  const pid_t native_tid = NativeTid(*workload);
+  ASSERT_NE(native_tid, 0);
   ASSERT_NE(native_tid, pid);
 
   auto pyperf = StartPyPerf({"-F", std::to_string(kFrequencyHz), "-d",
@@ -98,6 +122,61 @@ TEST(NoThreadStateCounter, CountsTheSamplesOfANativeThread) {
   std::cout << "[ e2e ] no thread state: " << *counted << " of " << run.profile.TotalSamples()
             << " samples (native thread " << native_samples << ", Python thread " << python_samples
             << ")\n";
+}
+
+// A C thread that keeps entering Python through a ctypes callback: CPython
+// creates a PyThreadState for each call and deletes it after, while the
+// thread (and its tid and pthread_self) lives on. PyPerf caches a thread's
+// state by tid; between the calls that state is freed memory, and its
+// samples there must show no Python frames at all, never the last call's.
+TEST(NoThreadStateCounter, AThreadThatLeftPythonShowsNoStaleFrames) {
+  PYPERF_REQUIRE_BPF();
+  TempDir dir;
+  const std::string library = BuildNativeThreadLibrary(dir);
+  ASSERT_FALSE(library.empty());
+  struct Target {
+    std::string name;
+    std::unique_ptr<ChildProcess> process;
+    pid_t callback_tid = 0;
+  };
+  std::vector<Target> targets;
+  std::vector<std::string> args = {"-F", std::to_string(kFrequencyHz), "-d", "3"};
+  for (const std::string spec : {"2.7", "3.9", "3.11", "3.12", "3.13"}) {
+    auto python = FindInterpreter(spec);
+    if (!python) PYPERF_SKIP_OR_FAIL("no interpreter " + spec);
+    auto workload = StartWorkload(*python, "native_thread_spin.py", {library, "callbacks"});
+    ASSERT_NE(workload, nullptr) << spec;
+    pid_t tid = NativeTid(*workload);
+    ASSERT_NE(tid, 0);
+    args.insert(args.end(), {"-p", std::to_string(workload->pid())});
+    targets.push_back({python->name, std::move(workload), tid});
+  }
+  auto pyperf = StartPyPerf(args);
+  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf", kPyPerfTimeout);
+  for (const auto& target : targets) {
+    SCOPED_TRACE(target.name);
+    uint64_t in_python = 0, between = 0;
+    std::vector<CollapsedLine> stale;
+    for (const auto& line : run.profile.OfTid(target.callback_tid)) {
+      auto native = FramesOfKind(line, FrameKind::kNative);
+      bool between_calls = std::any_of(native.begin(), native.end(), [](const std::string& f) {
+        return f.find("SpinBetweenCallbacks") != std::string::npos;
+      });
+      if (between_calls) {
+        between += line.count;
+        if (HasPythonFrame(line)) stale.push_back(line);
+      } else if (LinesEndingWith({line}, {"callback_work"}, false).size() == 1) {
+        in_python += line.count;
+      }
+    }
+    std::cout << "[ e2e ] " << target.name << ": callback thread " << in_python
+              << " samples in callback_work, " << between << " between calls (" << stale.size()
+              << " lines with stale Python frames)\n";
+    EXPECT_TRUE(stale.empty()) << "Python frames while the thread has no PyThreadState:"
+                               << Excerpt(stale);
+    EXPECT_GT(in_python, 0u);
+    EXPECT_GT(between, 0u);
+  }
 }
 
 }  // namespace

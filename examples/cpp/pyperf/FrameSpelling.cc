@@ -21,6 +21,10 @@ std::string_view SampleErrorName(uint8_t error) {
       return "THREAD_STATE";
     case PYPERF_ERROR_TAIL_CALL:
       return "TAIL_CALL";
+    case PYPERF_ERROR_FRAME_CYCLE:
+      return "FRAME_CYCLE";
+    case PYPERF_ERROR_FRAME_UNREADABLE:
+      return "FRAME_UNREADABLE";
     default:
       return "UNKNOWN";
   }

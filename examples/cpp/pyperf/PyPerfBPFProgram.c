@@ -39,6 +39,15 @@ struct pyperf_sample_state {
   u64 fsbase; /* the sampled task's thread pointer (pthread_self) */
   u32 thread_walks;
   u32 pad;
+  /* A frame chain the process corrupted may loop. Brent's cycle check: the
+   * walk compares each frame with a mark that moves ahead at power-of-two
+   * step counts, so a loop is caught within about three of its lengths. */
+  u64 cycle_mark;
+  u32 cycle_steps;      /* frames walked since the mark was set */
+  u32 cycle_power;      /* the mark moves when cycle_steps reaches it */
+  u32 recorded_since_mark; /* of those, frames recorded in the event */
+  u32 pad3;
+  u64 frame_addr[MAX_FRAMES]; /* the frame behind each recorded event frame */
   struct pyperf_proc_info proc;
   struct pyperf_symbol symbol;
   struct pyperf_event event; /* its user_stack[] continues into the storage below */
@@ -294,6 +303,10 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->walk_cursor = 0;
   state->frame = 0;
   state->fsbase = 0;
+  state->cycle_mark = 0;
+  state->cycle_steps = 0;
+  state->cycle_power = 1;
+  state->recorded_since_mark = 0;
   read_kernel(&state->fsbase, sizeof(state->fsbase), (void *)(task + k->fs_offset));
   event->mm = 0;
   if (k->mm_offset) read_kernel(&event->mm, sizeof(event->mm), (void *)(task + k->mm_offset));
@@ -411,6 +424,24 @@ found:
   return 0;
 }
 
+/* The walk came back to the cycle mark: the frames recorded since the mark
+ * was set are one turn of the loop, L of them. The recorded frames repeat
+ * with period L from where the loop was entered; everything from the first
+ * repeat on is dropped, so each frame is printed once. */
+static __always_inline void drop_repeated_frames(struct pyperf_sample_state *state) {
+  u32 period = state->recorded_since_mark;
+  u32 n = state->event.frame_count;
+  if (period == 0 || period >= n) return;
+  for (u32 i = 0; i < MAX_FRAMES; i++) {
+    if (i + period >= n) break;
+    if (state->frame_addr[i & (MAX_FRAMES - 1)] ==
+        state->frame_addr[(i + period) & (MAX_FRAMES - 1)]) {
+      state->event.frame_count = i + period;
+      break;
+    }
+  }
+}
+
 int walk_python_stack(struct bpf_perf_event_data *ctx) {
   struct pyperf_sample_state *state = this_cpu_state();
   if (!state) return 0;
@@ -421,8 +452,30 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
   u64 frame = state->frame;
   for (int i = 0; i < FRAMES_PER_PROG; i++) {
     if (frame == 0) break;
+    if (frame == state->cycle_mark) {
+      drop_repeated_frames(state);
+      event->error = PYPERF_ERROR_FRAME_CYCLE;
+      submit(ctx, state);
+      return 0;
+    }
     u32 n = event->frame_count;
     if (n >= MAX_FRAMES) break;
+    if (state->cycle_steps == state->cycle_power) {
+      state->cycle_mark = frame;
+      state->cycle_power <<= 1;
+      state->cycle_steps = 0;
+      state->recorded_since_mark = 0;
+    }
+    state->cycle_steps++;
+    /* A frame whose memory cannot be read (a pointer the process corrupted,
+     * or a page swapped out) ends the walk, marked: what lies beyond it is
+     * unknown, and its own fields would be zeros, not a frame. */
+    u64 back = 0;
+    if (read_user(&back, sizeof(back), (void *)(frame + o->frame_back)) != 0) {
+      event->error = PYPERF_ERROR_FRAME_UNREADABLE;
+      submit(ctx, state);
+      return 0;
+    }
     u64 code = read_ptr(frame + o->frame_code) & ~(u64)o->stackref_tag_bits;
     int skip = 0;
     if (o->frame_owner >= 0) {
@@ -450,9 +503,11 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
           f->lasti = instr ? (s32)(instr - (code + o->code_code_adaptive)) : -1;
         }
       }
+      state->frame_addr[n & (MAX_FRAMES - 1)] = frame;
+      state->recorded_since_mark++;
       event->frame_count = n + 1;
     }
-    frame = read_ptr(frame + o->frame_back);
+    frame = back;
   }
   state->frame = frame;
   if (frame != 0) {

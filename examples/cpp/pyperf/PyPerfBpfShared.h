@@ -157,6 +157,12 @@ enum pyperf_error {
   PYPERF_ERROR_NO_INTERPRETER = 2, /* interpreter state not readable */
   PYPERF_ERROR_THREAD_STATE = 3,   /* thread list longer than the walk bound */
   PYPERF_ERROR_TAIL_CALL = 4,      /* a tail call failed */
+  /* The frame chain loops (memory the process corrupted): the frames up to
+   * the loop's first repeat are sent, each once; the rest is unknown. */
+  PYPERF_ERROR_FRAME_CYCLE = 5,
+  /* A frame's memory could not be read (a corrupted pointer into unmapped
+   * memory, or a page swapped out): the frames below it are sent. */
+  PYPERF_ERROR_FRAME_UNREADABLE = 6,
 };
 
 struct pyperf_frame {
