@@ -194,6 +194,8 @@ TEST(CollapsedOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   auto failed = out.Dump();
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.error().find(path), std::string::npos) << failed.error();
+  EXPECT_NE(failed.error().find("its 2 samples are kept for the next dump"), std::string::npos)
+      << failed.error();
   EXPECT_EQ(out.pending_samples(), 2u);
   // Still failing while the directory is gone.
   out.Add("b");
@@ -211,6 +213,49 @@ TEST(CollapsedOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   auto next = out.Dump();
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(ReadFile(next->file), "");
+}
+
+// A write error (PATH is a link to /dev/full: every write fails with ENOSPC)
+// leaves no PATH.<stamp> file, so none is ever partial; a failed final dump
+// also removes PATH, which would otherwise tell a caller waiting for the next
+// PyPerf on this PATH that it is ready.
+TEST(CollapsedOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  ASSERT_EQ(symlink("/dev/full", path.c_str()), 0);
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add(std::string(10000, 'a'), 2);  // more than a stdio buffer: several writes
+
+  auto failed = out.Dump();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().find("cannot write " + path + ": No space left on device"),
+            std::string::npos)
+      << failed.error();
+  EXPECT_NE(failed.error().find("its 2 samples are kept for the next dump"), std::string::npos)
+      << failed.error();
+  EXPECT_EQ(out.pending_samples(), 2u);
+  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col."), std::vector<std::string>{});
+
+  out.Add("b");
+  auto final_failed = out.FinalDump();
+  ASSERT_FALSE(final_failed.ok());
+  EXPECT_NE(final_failed.error().find("its 3 samples are lost"), std::string::npos)
+      << final_failed.error();
+  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col"), std::vector<std::string>{});
+}
+
+TEST(CollapsedOutput, FinalDumpLeavesNoTransientFile) {
+  TempDir dir;
+  std::string path = dir.File("p.col");
+  CollapsedOutput out(path);
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add("a", 2);
+  auto dumped = out.FinalDump();
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  EXPECT_EQ(ReadFile(dumped->file), "a 2\n");
+  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col"), std::vector<std::string>{dumped->file});
 }
 
 TEST(CollapsedOutput, StartFailsInMissingDirectory) {

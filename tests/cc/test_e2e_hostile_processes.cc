@@ -33,8 +33,7 @@ using std::chrono::seconds;
 constexpr auto kPyPerfTimeout = seconds(90);
 
 std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, int frequency, int duration) {
-  std::vector<std::string> args = {"-F", std::to_string(frequency), "-d",
-                                   std::to_string(duration)};
+  std::vector<std::string> args = {"-F", std::to_string(frequency), "-d", std::to_string(duration)};
   for (pid_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
   return args;
 }
@@ -66,9 +65,9 @@ std::string Joined(const std::vector<std::string>& items) {
 // Frame chains the process corrupts (tests/cc/workloads/corrupt_frames.py).
 
 struct Corruption {
-  std::string mode;                     // the workload's argument
-  uint8_t error;                        // the marker every sample must carry
-  std::vector<std::string> functions;   // the Python frames, root to leaf, each once
+  std::string mode;                    // the workload's argument
+  uint8_t error;                       // the marker every sample must carry
+  std::vector<std::string> functions;  // the Python frames, root to leaf, each once
 };
 
 const std::vector<Corruption> kCorruptions = {
@@ -82,8 +81,8 @@ const std::vector<Corruption> kCorruptions = {
 
 // Both frame layouts (PyFrameObject to 3.10, _PyInterpreterFrame from 3.11,
 // with 3.12's shims and 3.13's f_executable).
-const std::vector<std::string> kCorruptionInterpreters = {"2.7", "3.9", "3.10", "3.11", "3.12",
-                                                          "3.13"};
+const std::vector<std::string> kCorruptionInterpreters = {"2.7",  "3.9",  "3.10",
+                                                          "3.11", "3.12", "3.13"};
 
 TEST(CorruptFrameChains, AreCutWhereTheyGoWrongAndMarkedNeverShownWrong) {
   PYPERF_REQUIRE_BPF();
@@ -153,11 +152,11 @@ TEST(DeepRecursion, TenThousandFramesShowTheInnermost128Marked) {
       EXPECT_TRUE(IsTruncated(line)) << Short(line);
       auto functions = PythonFunctions(line);
       EXPECT_EQ(functions.size(), PYPERF_MAX_FRAMES) << Short(line);
-      EXPECT_TRUE(std::all_of(functions.begin(), functions.end(),
-                              [](const std::string& f) { return f == "deep"; }))
-          << Short(line);
-      EXPECT_TRUE(ErrorMarkers(line).empty()) << "a marker besides the truncation:\n  "
-                                              << Short(line);
+      EXPECT_TRUE(std::all_of(functions.begin(), functions.end(), [](const std::string& f) {
+        return f == "deep";
+      })) << Short(line);
+      EXPECT_TRUE(ErrorMarkers(line).empty())
+          << "a marker besides the truncation:\n  " << Short(line);
     }
   }
 }
@@ -241,8 +240,8 @@ TEST(ThreadChurn, AThreadNeverShowsAnExitedThreadsFrames) {
     if (std::find(functions.begin(), functions.end(), own) != functions.end())
       (line.comm == "even" ? even : odd) += line.count;
   }
-  std::printf("%zu distinct tids sampled; samples in even_work %llu, in odd_work %llu\n", tids.size(),
-              (unsigned long long)even, (unsigned long long)odd);
+  std::printf("%zu distinct tids sampled; samples in even_work %llu, in odd_work %llu\n",
+              tids.size(), (unsigned long long)even, (unsigned long long)odd);
   // Threads came and went on reused tids, and both kinds were seen in their
   // own function.
   EXPECT_GT(even, 0u);

@@ -59,22 +59,6 @@ std::vector<DumpReport> DumpReports(const std::string& stderr_text) {
   return reports;
 }
 
-// The files named PATH.<anything>, sorted by name (as gProfiler sorts them).
-std::vector<std::string> DumpedFiles(const std::string& path) {
-  std::string dir = path.substr(0, path.rfind('/'));
-  std::string prefix = path.substr(path.rfind('/') + 1) + ".";
-  std::vector<std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name.rfind(prefix, 0) == 0) files.push_back(dir + "/" + name);
-    }
-    closedir(d);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // Centiseconds since the epoch named by a dumped file's suffix (UTC), or -1.
 int64_t StampCentis(const std::string& file, const std::string& path) {
   std::string stamp = file.substr(path.size() + 1);

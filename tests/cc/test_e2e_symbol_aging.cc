@@ -64,12 +64,6 @@ uint64_t LostSymbolSamples(const CollapsedProfile& profile) {
   return n;
 }
 
-uint64_t VmRssKiB(pid_t pid) {
-  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
-  size_t at = status.find("VmRSS:");
-  return at == std::string::npos ? 0 : std::stoull(status.substr(at + 6));
-}
-
 // The last "symbols: ... cached N" PyPerf logged at -v 2.
 std::optional<uint64_t> LastCachedSymbols(const std::string& stderr_text) {
   static const std::regex cached(R"(PyPerf: symbols: in map \d+ of \d+, cached (\d+))");

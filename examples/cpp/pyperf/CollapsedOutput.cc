@@ -125,7 +125,8 @@ Result<std::string> CollapsedOutput::RenameTransient(int64_t centis) {
       return target;
     }
     if (errno != EEXIST) {
-      return Status::Error("cannot rename " + path_ + " to " + target + ": " + ErrnoText(errno));
+      return Status::Error("cannot rename " + path_ + " to " + target + ": " + ErrnoText(errno) +
+                           " (check that its directory exists and is writable)");
     }
   }
   return Status::Error("cannot rename " + path_ + ": 1000 consecutive time-stamped names exist");
@@ -153,32 +154,27 @@ Result<CollapsedOutput::DumpInfo> CollapsedOutput::DumpInterval(Clock::time_poin
     return info;
   }
 
-  // A previous failure may have left no transient file open.
-  if (!file_) {
-    Status opened = OpenTransient();
-    if (!opened.ok()) return opened;
-  }
-  bool written = WriteLines(file_.get(), &info);
-  int err = errno;
-  // fclose can report a delayed write error (e.g. ENOSPC), so check it too.
-  std::FILE* raw = file_.release();
-  if (std::fclose(raw) != 0 && written) {
-    written = false;
-    err = errno;
-  }
-  if (!written) {
-    // Keep the samples for the next Dump; recreate (truncate) PATH for it.
-    Status reopened = OpenTransient();
-    (void)reopened;  // the write error is the one to report
-    return Status::Error("cannot write " + path_ + ": " + ErrnoText(err) +
-                         " (the samples are kept for the next dump)");
-  }
-
-  auto renamed = RenameTransient(CentisSinceEpoch(interval_start_));
+  // The lines go to the transient PATH and reach a PATH.<stamp> name only by
+  // the rename, once every byte was written and the close reported no error:
+  // a file under a name gProfiler reads is always complete. (No fsync: a
+  // reader on this host sees the written pages, and an fsync could stall the
+  // thread that polls the events for as long as the disk is busy.)
+  Status written = WriteTransient(&info);
+  Result<std::string> renamed = written.ok() ? RenameTransient(CentisSinceEpoch(interval_start_))
+                                             : Result<std::string>(written);
   if (!renamed.ok()) {
-    Status reopened = OpenTransient();
-    (void)reopened;
-    return Status::Error(renamed.error() + " (the samples are kept for the next dump)");
+    // PATH may hold part of the lines: empty it for the next dump, or, at the
+    // last one, remove it (a PATH left behind would tell a caller that waits
+    // for it that the next PyPerf on this PATH is ready before it is).
+    if (reopen) {
+      Status reopened = OpenTransient();
+      (void)reopened;  // the first error is the one to report; the next Dump retries
+    } else {
+      file_.reset();
+      unlink(path_.c_str());
+    }
+    const char* fate = reopen ? " samples are kept for the next dump" : " samples are lost";
+    return Status::Error(renamed.error() + "; its " + std::to_string(pending_samples_) + fate);
   }
   info.file = std::move(renamed).value();
   // Delivered: these samples belong to that file and to no later one.
@@ -186,11 +182,29 @@ Result<CollapsedOutput::DumpInfo> CollapsedOutput::DumpInterval(Clock::time_poin
   interval_start_ = now;
   if (!reopen) return info;
   Status reopened = OpenTransient();
-  if (!reopened.ok()) {
-    return Status::Error("wrote " + info.file + ", but " + reopened.message() +
-                         "; the next dump tries again");
-  }
+  if (!reopened.ok()) info.warning = reopened.message() + "; the next dump tries again";
   return info;
+}
+
+Status CollapsedOutput::WriteTransient(DumpInfo* info) {
+  // A previous failure may have left no transient file open.
+  if (!file_) {
+    Status opened = OpenTransient();
+    if (!opened.ok()) return opened;
+  }
+  bool written = WriteLines(file_.get(), info);
+  int err = errno;
+  // fclose can report a delayed write error (e.g. ENOSPC on NFS), so check it too.
+  std::FILE* raw = file_.release();
+  if (std::fclose(raw) != 0 && written) {
+    written = false;
+    err = errno;
+  }
+  if (!written) {
+    *info = DumpInfo{};
+    return Status::Error("cannot write " + path_ + ": " + ErrnoText(err));
+  }
+  return Status::Ok();
 }
 
 }  // namespace pyperf

@@ -14,10 +14,17 @@
 //    by a centisecond. Nothing else named PATH.* is ever created.
 // Without a PATH, Dump() writes the lines to a stream (stdout by default).
 //
+// A PATH.<stamp> file is always complete: the lines are written to PATH, and
+// PATH is renamed only once every write and the close succeeded. A dump that
+// fails (a write error such as ENOSPC, a missing directory) leaves no
+// PATH.<stamp>, and PATH is created afresh, empty, when it can be: PATH holds
+// part of the lines only while a dump is being written.
+//
 // Every sample is written exactly once: a failed Dump keeps the interval's
 // samples (and its start time) so the next Dump writes them; a successful one
-// clears them. (On a stream, a failed write may have been partly emitted and
-// cannot be taken back, so the samples are dropped rather than repeated.)
+// clears them. A failed FinalDump loses them, and removes PATH. (On a stream,
+// a failed write may have been partly emitted and cannot be taken back, so
+// the samples are dropped rather than repeated.)
 //
 // Not thread-safe: Add and Dump are called from the thread that polls events.
 #pragma once
@@ -56,12 +63,15 @@ class CollapsedOutput {
     std::string file;      // the renamed file; empty when writing to a stream
     uint64_t samples = 0;  // sum of the counts written
     uint64_t lines = 0;    // distinct stacks written
+    // Set when the file was delivered but a fresh PATH could not be created
+    // (the next Dump tries again): a problem to report, not a failed dump.
+    std::string warning;
   };
   // Ends the current interval (see the file comment); the next interval starts
   // at `now`. An error says what failed; see the file comment for what
-  // happens to the samples. If the file was delivered but a fresh PATH could
-  // not be created, the error says so (the samples are in the delivered
-  // file), and the next Dump tries to create PATH again.
+  // happens to the samples; it ends with how many samples were kept (or, at
+  // the FinalDump, lost). If the file was delivered but a fresh PATH could
+  // not be created, the dump succeeded and DumpInfo::warning says so.
   Result<DumpInfo> Dump(Clock::time_point now = Clock::now());
   // The last dump before exit: as Dump, but no fresh PATH is left behind, so
   // a caller that runs PyPerf again on the same PATH (gProfiler's start-up
@@ -83,6 +93,9 @@ class CollapsedOutput {
 
   Status OpenTransient();
   Result<DumpInfo> DumpInterval(Clock::time_point now, bool reopen);
+  // Writes the lines to PATH (creating it if a failure left none) and closes
+  // it; an error if any write or the close failed.
+  Status WriteTransient(DumpInfo* info);
   // Writes the aggregated lines to `out`; false (errno set) on a write error.
   bool WriteLines(std::FILE* out, DumpInfo* info) const;
   // Renames PATH to the first free name stamped at or after `centis`

@@ -50,6 +50,17 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
     else
       Warn(message);
   };
+  if (tracked_.size() >= PYPERF_MAX_PROCESSES) {
+    // Full. Not remembered as rejected: looked at again at each rescan, and
+    // profiled once others have exited.
+    if (!warned_process_limit_) {
+      Warn("profiling " + std::to_string(tracked_.size()) +
+           " processes, the most PyPerf can: pid " + std::to_string(info.pid) +
+           " and any more are looked at again at each rescan, and profiled once others exit");
+      warned_process_limit_ = true;
+    }
+    return;
+  }
   // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
   auto resolved = OffsetsForProcess(info);
   if (!resolved.ok()) {

@@ -54,9 +54,9 @@ struct pyperf_sample_state {
   u8 user_stack_storage[USER_STACK_STORAGE];
 };
 
-BPF_HASH(py_procs, u32, struct pyperf_proc_info, 4096);
+BPF_HASH(py_procs, u32, struct pyperf_proc_info, PYPERF_MAX_PROCESSES);
 BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
-BPF_TABLE("lru_hash", u32, u64, thread_states, 16384);
+BPF_TABLE("lru_hash", u32, u64, thread_states, PYPERF_MAX_THREAD_STATES);
 BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
 BPF_HASH(symbol_by_id, s32, struct pyperf_symbol, SYMBOLS_MAP_SIZE);
 /* Per CPU: [PYPERF_SYMBOL_NEXT_ID] the count that makes ids unique,

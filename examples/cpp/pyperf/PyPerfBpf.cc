@@ -35,7 +35,6 @@ void ReadInt32Keys(int map_fd, std::vector<int32_t>* keys) {
   }
 }
 
-
 uint64_t NextPowerOfTwoMask(uint64_t n) {
   uint64_t p = 1;
   while (p < n) p <<= 1;
@@ -258,6 +257,30 @@ std::vector<int32_t> PyPerfBpf::SymbolIds() {
   std::vector<int32_t> ids;
   ReadInt32Keys(bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_fd(), &ids);
   return ids;
+}
+
+namespace {
+// Entries of a map whose keys are u32 (pids, tids), by a walk of its keys.
+size_t CountUint32Keys(int map_fd) {
+  size_t n = 0;
+  uint32_t key = 0, next = 0;
+  for (const void* from = nullptr; bpf_map_get_next_key(map_fd, from, &next) == 0; from = &key) {
+    ++n;
+    key = next;
+  }
+  return n;
+}
+}  // namespace
+
+PyPerfBpf::MapFill PyPerfBpf::ReadMapFill() {
+  MapFill fill;
+  auto procs = bpf_->get_hash_table<uint32_t, pyperf_proc_info>("py_procs");
+  fill.py_procs = CountUint32Keys(procs.get_fd());
+  fill.py_procs_max = PYPERF_MAX_PROCESSES;
+  auto threads = bpf_->get_hash_table<uint32_t, uint64_t>("thread_states");
+  fill.thread_states = CountUint32Keys(threads.get_fd());
+  fill.thread_states_max = PYPERF_MAX_THREAD_STATES;
+  return fill;
 }
 
 bool PyPerfBpf::ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out) {

@@ -94,6 +94,14 @@ class PyPerfBpf {
   std::optional<std::vector<uint64_t>> InternedSymbols();
   // Every id symbol_by_id holds (a walk of the map).
   std::vector<int32_t> SymbolIds();
+  // How full the maps keyed by what keeps changing on a host are: entries
+  // counted by a walk of each map (a system call per entry: for -v 2 logs
+  // at dumps, not for the sampling path), against their bounds.
+  struct MapFill {
+    size_t py_procs = 0, py_procs_max = 0;
+    size_t thread_states = 0, thread_states_max = 0;
+  };
+  MapFill ReadMapFill();
   // The kernel return addresses of a stack id, innermost first, into *out
   // (replaced; no allocation once it has room). False if the map holds no
   // such id.

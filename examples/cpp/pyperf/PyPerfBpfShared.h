@@ -96,6 +96,8 @@ struct pyperf_offsets {
 
 /* Upper bounds shared by both sides. */
 #define PYPERF_MAX_LAYOUTS 16 /* offset tables loaded into py_offsets */
+#define PYPERF_MAX_PROCESSES 4096      /* py_procs: processes profiled at once */
+#define PYPERF_MAX_THREAD_STATES 16384 /* thread_states: tids whose state is cached (LRU) */
 #define PYPERF_MAX_FRAMES 128 /* Python frames per sample (power of two) */
 #define PYPERF_CLASS_LEN 32
 #define PYPERF_FUNCTION_LEN 64

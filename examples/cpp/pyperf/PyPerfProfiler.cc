@@ -199,6 +199,28 @@ void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, 
   stack->AddNativeFrames(native_frames_, result);
 }
 
+void PyPerfProfiler::LogTables() {
+  const PyPerfBpf::MapFill fill = bpf_->ReadMapFill();
+  std::string line = "tables: py_procs " + std::to_string(fill.py_procs) + " of " +
+                     std::to_string(fill.py_procs_max) + ", thread_states " +
+                     std::to_string(fill.thread_states) + " of " +
+                     std::to_string(fill.thread_states_max) + ", tracked " +
+                     std::to_string(tracked_.size()) + ", rejected " +
+                     std::to_string(rejected_.size()) + ", layouts " +
+                     std::to_string(layouts_.size()) + " of " +
+                     std::to_string(PYPERF_MAX_LAYOUTS) + ", line tables " +
+                     std::to_string(python_->line_tables()) + " (" +
+                     std::to_string(python_->line_table_bytes()) + " bytes)";
+  if (native_) {
+    const NativeUnwinderStats n = native_->stats();
+    line += ", native names " + std::to_string(n.names.entries) + " (" +
+            std::to_string(n.names.bytes) + " bytes), native files " +
+            std::to_string(n.modules.entries) + ", native process states " +
+            std::to_string(n.processes);
+  }
+  Log(2, line);
+}
+
 void PyPerfProfiler::LogNativeRound() {
   NativeUnwinderStats st = native_->stats();
   char buf[320];
@@ -310,11 +332,14 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   }
   // A dropped dump line leaves its count to the next one.
   if (stderr_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
+  // Delivered, but no fresh PATH for the next interval (the next dump retries).
+  if (!info->warning.empty()) Warn(info->warning);
   Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
              std::to_string(options_.symbols_map_size) + ", cached " +
              std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
              " (never named " + std::to_string(symbols.unknown) + "), map walks " +
              std::to_string(symbols.walks));
+  if (options_.verbosity >= 2) LogTables();
   counters_ = IntervalCounters{};
   symbols_retired_at_last_dump_ = symbols.retired;
   return Status::Ok();
@@ -383,7 +408,8 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     if (g_dump_requested.exchange(false)) {
       DrainEvents();  // every event taken before the signal is in this dump
       st = Dump();
-      if (!st.ok()) Log(0, "dump failed: " + st.message());
+      // One line per failed dump, at any -v; the samples wait for the next one.
+      if (!st.ok()) Error("dump failed: " + st.message());
     }
     now = Clock::now();
     if (timed && now >= deadline) break;

@@ -89,6 +89,9 @@ class PyPerfProfiler {
   // ids no event in flight can name any more.
   void DrainEvents();
   void LogNativeRound();
+  // -v 2, at each dump: the fill of every table keyed by what keeps changing
+  // on the host (README, "Tables and their bounds").
+  void LogTables();
   // "PyPerf: <message>" on stderr if -v is at least `level`.
   void Log(int level, const std::string& message);
   // "PyPerf: warning: <message>" and "PyPerf: error: <message>", at any -v.
@@ -129,6 +132,7 @@ class PyPerfProfiler {
   std::set<pid_t> exec_seen_;
   // -p pids looked at once: only the first look warns about a missing pid.
   std::set<pid_t> looked_at_;
+  bool warned_process_limit_ = false;  // py_procs full: said once
   std::map<const pyperf_offsets*, uint32_t> layouts_;
 
   IntervalCounters counters_;

@@ -50,6 +50,8 @@ class PythonStackDecoder {
   // above 16384 tables or 16 MiB).
   void EndRound();
   void ForgetProcess(pid_t pid);
+  size_t line_tables() const { return line_tables_.size(); }
+  size_t line_table_bytes() const { return line_table_bytes_; }
 
  private:
   std::optional<int> CurrentLine(const TrackedProcess& process, const pyperf_frame& frame,

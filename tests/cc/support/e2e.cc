@@ -1,6 +1,7 @@
 // Helpers of the end-to-end tests: see e2e.h.
 #include "support/e2e.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -156,11 +158,29 @@ std::optional<std::string> RequestDump(ChildProcess& pyperf, std::chrono::millis
   return lines[before];
 }
 
+std::vector<std::string> DumpedFiles(const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string prefix = path.substr(path.rfind('/') + 1) + ".";
+  std::vector<std::string> files;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind(prefix, 0) == 0) files.push_back(dir + "/" + name);
+    }
+    closedir(d);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 std::string DumpOutputPath(const std::string& dump_line) {
   const std::string tag = "output: ";
   size_t at = dump_line.rfind(tag);
   if (at == std::string::npos) return "";
   std::string path = dump_line.substr(at + tag.size());
+  // With native stacks on, the native cache's counters follow the path.
+  size_t native = path.rfind(", native cache: ");
+  if (native != std::string::npos) path.resize(native);
   return path == "stdout" ? "" : path;
 }
 
@@ -169,6 +189,21 @@ bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu, std::chrono::milliseco
   const uint64_t from = CpuTicks(pid);
   return WaitFor([&] { return CpuTicks(pid) >= from + ticks; }, timeout) &&
          CpuTicks(pid) >= from + ticks;
+}
+
+uint64_t VmRssKiB(pid_t pid) {
+  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? 0 : std::stoull(status.substr(at + 6));
+}
+
+size_t OpenFdCount(pid_t pid) {
+  std::error_code error;
+  size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", error), end;
+       !error && it != end; it.increment(error))
+    ++n;
+  return n;
 }
 
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {

@@ -66,6 +66,8 @@ std::vector<std::string> DumpLines(const ChildProcess& pyperf);
 // Sends SIGUSR2 and waits for the dump line it brings; nullopt if none came
 // within `timeout` or PyPerf ended.
 std::optional<std::string> RequestDump(ChildProcess& pyperf, std::chrono::milliseconds timeout);
+// The files named PATH.<anything>, sorted by name (as gProfiler sorts them).
+std::vector<std::string> DumpedFiles(const std::string& path);
 // The file a dump line names ("output: PATH"); empty if it names none.
 std::string DumpOutputPath(const std::string& dump_line);
 
@@ -91,6 +93,11 @@ uint64_t CpuTicks(pid_t pid);
 // however busy.
 bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu,
                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// Process `pid`'s resident memory (VmRSS) in KiB, and its open file
+// descriptors; 0 if it is gone.
+uint64_t VmRssKiB(pid_t pid);
+size_t OpenFdCount(pid_t pid);
 
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);
