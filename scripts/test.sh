@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh machine: installs dependencies, builds,
-# and runs every test through CTest. Run as root (BPF tests need it).
+# and runs every test through CTest, then the sanitized subset
+# (scripts/test-sanitized.sh). Run as root (BPF tests need it).
 # PYPERF_TEST_STRICT=1 (set by CI) turns every skip into a failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,3 +18,10 @@ cd "$BUILD_DIR"
 ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" "$@"
 t_test=$(date +%s)
 echo "times: setup $((t_setup - start)) s, build $((t_build - t_setup)) s, tests $((t_test - t_build)) s"
+# Then the unit tests and an end-to-end subset (every CPython layout, native
+# frames on) built with ASan + UBSan in build-asan/, failing on any report.
+# PYPERF_TEST_SANITIZED=0 leaves them out.
+if [[ "${PYPERF_TEST_SANITIZED:-1}" != 0 ]]; then
+  "$ROOT/scripts/test-sanitized.sh"
+fi
+echo "total: $(($(date +%s) - start)) s"

@@ -295,11 +295,15 @@ std::string ExpectedModuleOf(const std::string& file) {
   // inside its lib/pythonX.Y).
   static const std::regex library(
       "^.*(/|^)(lib(64)?/python[0-9]+(\\.[0-9]+)?t?/|site-packages/|dist-packages/)");
+  // Compiled once: this runs for every Python frame of every dump.
+  static const std::regex leading_slashes("^(/|\\./)+");
+  static const std::regex py_suffix("\\.py$");
+  static const std::regex init_suffix("\\.__init__$");
   std::string rest = std::regex_replace(file, library, "", std::regex_constants::format_first_only);
-  rest = std::regex_replace(rest, std::regex("^(/|\\./)+"), "");
-  rest = std::regex_replace(rest, std::regex("\\.py$"), "");
+  rest = std::regex_replace(rest, leading_slashes, "");
+  rest = std::regex_replace(rest, py_suffix, "");
   std::replace(rest.begin(), rest.end(), '/', '.');
-  return std::regex_replace(rest, std::regex("\\.__init__$"), "");
+  return std::regex_replace(rest, init_suffix, "");
 }
 
 namespace {
