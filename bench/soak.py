@@ -64,6 +64,7 @@ class StderrLog:
     def __init__(self, path):
         self.path = path
         self.offset = 0
+        self.pending = []  # read, not yet looked at
 
     def new_lines(self):
         with open(self.path, "rb") as f:
@@ -75,10 +76,14 @@ class StderrLog:
 
 
 def wait_for(log, pred, timeout):
+    """The first line from now on that satisfies pred; the lines after it
+    stay for the next call."""
     deadline = time.time() + timeout
     seen = []
     while time.time() < deadline:
-        for line in log.new_lines():
+        log.pending += log.new_lines()
+        while log.pending:
+            line = log.pending.pop(0)
             seen.append(line)
             if pred(line):
                 return line, seen

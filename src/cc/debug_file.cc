@@ -108,7 +108,9 @@ void ForEachDebugFile(const ElfImage& binary, const std::string& build_id,
                       const DebugFileSearch& search,
                       const std::function<bool(const std::string&, const ElfImage&)>& visit) {
   for (const Candidate& candidate : Candidates(binary, build_id, search)) {
-    UniqueFd fd(open(candidate.path.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: a candidate path may name a FIFO (MapFd then refuses
+    // anything but a regular file); opening one must not hang PyPerf.
+    UniqueFd fd(open(candidate.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd) continue;
     auto debug = ElfImage::MapFd(fd.get());
     if (!debug.ok() || !debug->is_64bit()) continue;

@@ -89,7 +89,9 @@ Status ElfFile::ReadAtVirtualAddress(uint64_t vaddr, void* out, size_t size) con
       return Status::Error(path_ + " is truncated: cannot read " + std::to_string(size) +
                            " bytes at vaddr " + HexAddr(vaddr));
     }
-    std::memcpy(out, bytes.data(), bytes.size());
+    // An address in the .bss part has no file bytes: the view is then empty
+    // and may be null, which memcpy must not be given even for 0 bytes.
+    if (in_file > 0) std::memcpy(out, bytes.data(), bytes.size());
     std::memset(static_cast<char*>(out) + in_file, 0, size - in_file);
     return Status::Ok();
   }

@@ -112,7 +112,9 @@ Result<ElfImage> ElfImage::MapFd(int fd) {
 }
 
 Result<ElfImage> ElfImage::MapFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: the path may name a FIFO by now (a process renaming its
+  // files); MapFd refuses anything but a regular file, and the open must not hang.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return Status::Error("cannot open " + path + ": " + strerror(errno));
   auto image = MapFd(fd.get());
   if (!image.ok()) return Status::Error(path + ": " + image.error());

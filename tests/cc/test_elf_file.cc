@@ -3,10 +3,14 @@
 // Debian's stripped, non-PIE /usr/bin/python3.11.
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <future>
 
 #include "elf_file.h"
 #include "proc_maps.h"
@@ -180,6 +184,23 @@ TEST(ElfFile, ExplainsOpenErrors) {
   auto directory = ElfFile::Open(dir.path());
   ASSERT_FALSE(directory.ok());
   EXPECT_NE(directory.error().find(dir.path()), std::string::npos) << directory.error();
+}
+
+// A path that names a FIFO (a process can rename its files at will) is an
+// error at once: a blocking open would wait for a writer forever.
+TEST(ElfFile, AFifoIsAnErrorNotAHang) {
+  pyperf_test::TempDir dir;
+  const std::string fifo = dir.File("libpython3.11.so.1.0");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << strerror(errno);
+  auto opening = std::async(std::launch::async, [&] { return ElfFile::Open(fifo); });
+  if (opening.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "ElfFile::Open of a FIFO still waits after 10 s";
+    int writer = open(fifo.c_str(), O_WRONLY);  // lets the open return
+    if (writer >= 0) close(writer);
+  }
+  auto opened = opening.get();
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.error().find("not a regular file"), std::string::npos) << opened.error();
 }
 
 // Debian's python3.11 is non-PIE and stripped: the interpreter's symbols are

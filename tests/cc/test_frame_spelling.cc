@@ -44,6 +44,32 @@ TEST(FrameSpelling, SeparatorsAndLineBreaksInTextBecomeUnderscores) {
   EXPECT_EQ(out, "kept;x_y");
 }
 
+// gProfiler reads the file with Python's str.splitlines(): every character
+// it breaks a line at becomes one '_', multi-byte ones included.
+TEST(FrameSpelling, EveryLineBreakPythonSplitsAtBecomesOneUnderscore) {
+  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\vb\fc\x1c" "d\x1d" "e\x1e" "f"),
+            "a_b_c_d_e_f_[pn]");
+  // U+0085, U+2028, U+2029 in UTF-8; U+2027 and U+00A0 are not breaks.
+  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d"),
+            "a_b_c_d_[pn]");
+  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\xe2\x80\xa7" "b\xc2\xa0" "c"),
+            "a\xe2\x80\xa7" "b\xc2\xa0" "c_[pn]");
+}
+
+// A sample with nothing to show still has a frame: gProfiler cannot read a
+// line without one.
+TEST(StackText, ASampleWithoutFramesGetsTheNoFramesMarker) {
+  StackText stack;
+  const char comm[16] = "python3";
+  stack.Start(comm, sizeof(comm), 1, 2);
+  stack.EnsureFrame();
+  EXPECT_EQ(stack.text(), "python3-1/2;[No Frames]_[pe]");
+  stack.Start(comm, sizeof(comm), 1, 2);
+  stack.Add(FrameKind::kKernel, "vfs_read");
+  stack.EnsureFrame();
+  EXPECT_EQ(stack.text(), "python3-1/2;vfs_read_[k]");
+}
+
 TEST(StackText, FirstTokenIsCommPidAndTid) {
   StackText stack;
   const char comm[16] = "python3";

@@ -30,11 +30,38 @@ std::string_view SampleErrorName(uint8_t error) {
   }
 }
 
+// The length of the line break starting at s[i], 0 if none. gProfiler reads
+// the file with Python's str.splitlines(), which breaks lines not only at
+// '\n' and '\r' but at '\v', '\f', '\x1c'-'\x1e', U+0085, U+2028 and
+// U+2029: any of them inside a name would cut its line in two.
+size_t LineBreakAt(const std::string& s, size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  if (b == '\n' || b == '\r' || b == '\v' || b == '\f' || (b >= 0x1c && b <= 0x1e)) return 1;
+  if (b == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x85) return 2;
+  if (b == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+      (static_cast<unsigned char>(s[i + 2]) == 0xa8 ||
+       static_cast<unsigned char>(s[i + 2]) == 0xa9))
+    return 3;
+  return 0;
+}
+
+// Turns ';' and every line break from `start` on into '_' (one '_' for a
+// multi-byte one), in place.
 void EscapeFrom(size_t start, std::string* out) {
-  for (size_t i = start; i < out->size(); ++i) {
-    char c = (*out)[i];
-    if (c == kFrameSeparator || c == '\n' || c == '\r') (*out)[i] = '_';
+  std::string& s = *out;
+  size_t w = start;
+  for (size_t r = start; r < s.size();) {
+    if (s[r] == kFrameSeparator) {
+      s[w++] = '_';
+      ++r;
+    } else if (size_t n = LineBreakAt(s, r)) {
+      s[w++] = '_';
+      r += n;
+    } else {
+      s[w++] = s[r++];
+    }
   }
+  s.resize(w);
 }
 
 // A marker with a variable part: open, `body` (escaped), "]", the suffix.
@@ -108,6 +135,11 @@ void StackText::Add(FrameKind kind, std::string_view text) {
   AppendFrameText(text, &text_);
   std::string_view suffix = FrameSuffix(kind);
   text_.append(suffix.data(), suffix.size());
+}
+
+void StackText::EnsureFrame() {
+  // The first token never holds ';' (escaped): the first one starts a frame.
+  if (text_.find(kFrameSeparator) == std::string::npos) AddMarker(kNoFrames);
 }
 
 void StackText::AddSpelled(std::string_view frame) {

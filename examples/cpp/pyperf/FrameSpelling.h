@@ -49,6 +49,9 @@ inline constexpr std::string_view kTruncatedNativeStack = "[Truncated Native Sta
 // The process exec'd since PyPerf read its offsets (its mm changed): its
 // Python frames are not shown, and PyPerf inspects it again.
 inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";
+// A sample with no frame at all (no Python frames, native frames off, taken in
+// user mode): gProfiler cannot read a line without a frame, and would drop it.
+inline constexpr std::string_view kNoFrames = "[No Frames]";
 // "[Sample Error <NAME>]": the BPF program could not walk the Python stack.
 inline constexpr std::string_view kSampleErrorOpen = "[Sample Error ";
 // "[Native Stack Error: <what failed>]": native unwinding failed; the frames
@@ -92,6 +95,9 @@ class StackText {
   // cut at its frame limit starts with kTruncatedNativeStack.
   void AddNativeFrames(const std::vector<NativeFrame>& leaf_first,
                        const NativeUnwindResult& result);
+
+  // Adds the kNoFrames marker if no frame was added since Start.
+  void EnsureFrame();
 
   const std::string& text() const { return text_; }
 

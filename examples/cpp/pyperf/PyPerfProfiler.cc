@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "EventNativeSnapshot.h"
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
 #include "btf_offsets.h"
@@ -179,21 +180,7 @@ void PyPerfProfiler::ClearKernelStacks() {
 
 void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack) {
   if (!native_) return;
-  NativeSnapshot snapshot;
-  snapshot.pid = static_cast<pid_t>(event.pid);
-  snapshot.ip = event.ip;
-  snapshot.sp = event.sp;
-  snapshot.bp = event.bp;
-  snapshot.process_key = event.mm;
-  // BPF copies from just below sp (the red zone); the unwinder wants the
-  // bytes from sp on.
-  size_t copied = size - offsetof(pyperf_event, user_stack);
-  if (copied > event.user_stack_len) copied = event.user_stack_len;
-  if (event.user_stack_start <= event.sp && event.sp - event.user_stack_start < copied) {
-    size_t skip = event.sp - event.user_stack_start;
-    snapshot.stack = event.user_stack + skip;
-    snapshot.stack_len = copied - skip;
-  }
+  NativeSnapshot snapshot = NativeSnapshotOf(event, size);
   NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
   if (result.error) ++counters_.native_stack_errors;
   stack->AddNativeFrames(native_frames_, result);
@@ -287,6 +274,7 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
   AppendNativeFrames(event, size, &s);
   AppendKernelFrames(event, &s);
+  s.EnsureFrame();  // a line without frames is one gProfiler cannot read
   output_->Add(s.text());
 }
 

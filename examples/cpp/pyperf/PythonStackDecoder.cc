@@ -1,6 +1,7 @@
 // PythonStackDecoder: see PythonStackDecoder.h.
 #include "PythonStackDecoder.h"
 
+#include <climits>
 #include <cstring>
 
 #include "PythonFrameFormat.h"
@@ -31,11 +32,19 @@ int32_t ReadSignedVarint(std::string_view t, size_t* pos) {
   return (v & 1) ? -static_cast<int32_t>(v >> 1) : static_cast<int32_t>(v >> 1);
 }
 
+// Lines are summed in 64 bits: the first line and the deltas come from the
+// process's memory, and a corrupt table must not overflow an int. A line
+// outside int's range is no line.
+std::optional<int> AsLine(int64_t line) {
+  if (line < INT_MIN || line > INT_MAX) return std::nullopt;
+  return static_cast<int>(line);
+}
+
 }  // namespace
 
 std::optional<int> LineFromLnotab(std::string_view table, int first_line, int byte_offset,
                                   bool signed_line_deltas) {
-  int line = first_line;
+  int64_t line = first_line;
   int addr = 0;
   for (size_t i = 0; i + 1 < table.size(); i += 2) {
     addr += static_cast<uint8_t>(table[i]);
@@ -43,26 +52,25 @@ std::optional<int> LineFromLnotab(std::string_view table, int first_line, int by
     line +=
         signed_line_deltas ? static_cast<int8_t>(table[i + 1]) : static_cast<uint8_t>(table[i + 1]);
   }
-  return line;
+  return AsLine(line);
 }
 
 std::optional<int> LineFromLinetable310(std::string_view table, int first_line, int byte_offset) {
-  int line = first_line;
+  int64_t line = first_line;
   int start = 0;
   for (size_t i = 0; i + 1 < table.size(); i += 2) {
     int end = start + static_cast<uint8_t>(table[i]);
     int8_t delta = static_cast<int8_t>(table[i + 1]);
     bool has_line = delta != -128;
     if (has_line) line += delta;
-    if (byte_offset >= start && byte_offset < end)
-      return has_line ? std::optional<int>(line) : std::nullopt;
+    if (byte_offset >= start && byte_offset < end) return has_line ? AsLine(line) : std::nullopt;
     start = end;
   }
   return std::nullopt;
 }
 
 std::optional<int> LineFromLocationTable(std::string_view table, int first_line, int unit_offset) {
-  int line = first_line;
+  int64_t line = first_line;
   int start = 0;
   size_t pos = 0;
   while (pos < table.size()) {
@@ -79,8 +87,7 @@ std::optional<int> LineFromLocationTable(std::string_view table, int first_line,
     }
     line += delta;
     int end = start + length;
-    if (unit_offset >= start && unit_offset < end)
-      return code == 15 ? std::nullopt : std::optional<int>(line);
+    if (unit_offset >= start && unit_offset < end) return code == 15 ? std::nullopt : AsLine(line);
     start = end;
     // The next entry starts at the next byte with the high bit set.
     pos = body;
@@ -133,8 +140,11 @@ std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process
   }
   int first = symbol.first_line;
   if (frame.lasti < 0) return first;
-  return LineFromTable(o->line_table_format, it->second, first,
-                       frame.lasti * static_cast<int>(o->lasti_unit));
+  // lasti is read from the process: a corrupt one must not overflow. No code
+  // object is 2 GiB long, so such an offset has no line.
+  const int64_t offset = static_cast<int64_t>(frame.lasti) * o->lasti_unit;
+  if (offset > INT_MAX) return std::nullopt;
+  return LineFromTable(o->line_table_format, it->second, first, static_cast<int>(offset));
 }
 
 void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedProcess& process,
