@@ -64,10 +64,10 @@ constexpr size_t kPythonFrameLimit = 128;
 // Measured on a loaded 2-core machine: 99.6-100%.
 constexpr double kMainLeafPercent = 90.0;
 constexpr double kLoopLeafPercent = 95.0;
-// syscall_loop reads 1 MiB of /dev/zero per call, nearly all of it kernel
-// time under the syscall entry; the rest is user code around the read
-// (allocating the buffer, the libc wrapper, waiting for the GIL after each
-// read while four threads want it). Measured 84-100% of 30-60 samples.
+// syscall_loop reads 1 MiB of /dev/urandom per call (about a millisecond of
+// kernel time under the syscall entry, without the GIL); the rest is user
+// code around the read (allocating the buffer, the libc wrapper). With
+// /dev/zero it was 50-100% of 4-60 samples, too few to mean much.
 constexpr double kSyscallPercent = 60.0;
 // Lines of a profile a failure message shows.
 constexpr size_t kExcerptLines = 8;

@@ -4,7 +4,7 @@ Threads (each named so a failure is easy to read):
   main thread      module-level busy function        main_busy -> main_leaf
   worker-method    method of a class in a busy loop  Worker.run -> Worker.spin
   worker-cls       classmethod in a busy loop        Worker.class_spin
-  syscall-loop     reads /dev/zero in a tight loop   syscall_loop
+  syscall-loop     reads /dev/urandom in a loop      syscall_loop
   deep-recursion   recursion deeper than PyPerf's frame limit, busy at the bottom
 
 Runs until killed. Written for Python 2.7 and 3.x alike. Prints "ready" once
@@ -38,7 +38,11 @@ class Worker(object):
 
 
 def syscall_loop():
-    fd = os.open("/dev/zero", os.O_RDONLY)
+    # /dev/urandom: about a millisecond of kernel work per read, without the
+    # GIL, so most of this thread's samples are under the read. (A read of
+    # /dev/zero is over in microseconds, and the thread's few samples were as
+    # often in the buffer's allocation as in the kernel.)
+    fd = os.open("/dev/urandom", os.O_RDONLY)
     while True:
         os.read(fd, 1 << 20)
 
