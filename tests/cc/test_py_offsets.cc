@@ -204,7 +204,7 @@ const std::vector<FieldSpec>& Fields() {
 
 #undef PYPERF_FIELD
 
-// Layout facts PyPerfBPFProgram.c hardcodes or relies on, checked from the
+// Layout facts the BPF program hardcodes or relies on, checked from the
 // version `since` on (read_py_string's unicode state bits on every 3.x).
 struct BpfAssumption {
   const char* name;
@@ -383,7 +383,7 @@ void CheckInterpreterAgainstItsHeaders(const std::string& python, const std::str
     auto it = probed->find(std::string("bpf.") + fact.name);
     ASSERT_NE(it, probed->end()) << fact.name;
     EXPECT_EQ(it->second.value, fact.expected)
-        << fact.name << " in " << v.ToString() << " differs from what PyPerfBPFProgram.c assumes";
+        << fact.name << " in " << v.ToString() << " differs from what the BPF program assumes";
   }
 }
 

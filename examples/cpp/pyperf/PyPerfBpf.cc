@@ -13,8 +13,8 @@
 
 namespace pyperf {
 
-// Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c and KernelOffsetCheckProgram.c
-// (cmake/EmbedFiles.cmake).
+// Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c, PythonStackWalkProgram.c and
+// KernelOffsetCheckProgram.c (cmake/EmbedFiles.cmake).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedBpfProgram();
 
 namespace {
@@ -43,19 +43,22 @@ uint64_t NextPowerOfTwoMask(uint64_t n) {
 }  // namespace
 
 std::string PyPerfBpfProgramText() {
-  std::string header, program, check;
+  std::string header, program, python_walk, check;
   for (const auto& [name, text] : EmbeddedBpfProgram()) {
     if (name == "PyPerfBpfShared.h")
       header = text;
+    else if (name == "PythonStackWalkProgram.c")
+      python_walk = text;
     else if (name == "KernelOffsetCheckProgram.c")
       check = text;
     else
       program = text;
   }
   // The shared header goes first; the program's own #include of the perf
-  // context header comes from the kernel-header shim. The start-up check uses
-  // the program's helpers, so it comes last.
-  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" + check;
+  // context header comes from the kernel-header shim. The Python walk and the
+  // start-up check use the program's maps and helpers, so they follow it.
+  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" +
+         python_walk + "\n" + check;
 }
 
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
