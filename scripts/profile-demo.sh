@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Profiles the bundled demo workload for about 10 s: installs dependencies,
 # builds PyPerf, starts examples/cpp/pyperf/demo/demo_workload.py, runs PyPerf
-# on it, and prints where the output went and the hottest stacks. Run as root.
+# on it, and prints where the output went, the hottest stacks, and the flame
+# graph page of the same run. Run as root.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${PYPERF_BUILD_DIR:-$ROOT/build}"
@@ -17,8 +18,10 @@ trap 'kill $WORKLOAD 2>/dev/null || true; wait $WORKLOAD 2>/dev/null || true' EX
 sleep 1
 echo "demo: profiling $PYTHON (pid $WORKLOAD) for ${SECONDS_TO_PROFILE} s"
 "$BUILD_DIR/examples/cpp/pyperf/PyPerf" -p "$WORKLOAD" -F 99 -d "$SECONDS_TO_PROFILE" \
-  -o "$OUT_DIR/pyperf.col" 2> >(grep -v -e '^sha1 socket' -e 'cannot get prog tag' >&2)
-FILE="$(ls "$OUT_DIR"/pyperf.col.* | sort | tail -1)"
+  -o "$OUT_DIR/pyperf.col" --format collapsed,flamegraph \
+  2> >(grep -v -e '^sha1 socket' -e 'cannot get prog tag' >&2)
+# The collapsed dump is PATH.<stamp>; its flame graph is PATH.<stamp>.html.
+FILE="$(ls "$OUT_DIR"/pyperf.col.* | grep -v '\.html$' | sort | tail -1)"
 echo
 echo "demo: collapsed stacks written to $FILE"
 echo "demo: hottest stacks (count, then frames root -> leaf, middle frames elided):"
@@ -36,3 +39,5 @@ awk '{c=$NF; $NF=""; sub(/ $/, ""); print c"\t"$0}' "$FILE" | sort -rn | sed -n 
     fi
     printf '%6d  %s\n' "$count" "$shown"
   done
+echo
+echo "demo: flame graph (open it in a browser; it works offline): $FILE.html"

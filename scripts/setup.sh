@@ -23,6 +23,11 @@ PACKAGES=(
   # newer CPython in debootstrapped roots (scripts/python-roots.sh), uWSGI
   debootstrap
   uwsgi-core uwsgi-plugin-python3
+  # output formats (--format) and the consumers their tests read them back with
+  libprotobuf-dev protobuf-compiler zlib1g-dev  # pprof: profile.proto, gzip
+  golang-github-google-pprof-dev  # the published profile.proto
+  golang-go                       # go tool pprof reads the pprof output back
+  chromium                        # the flame graph page, headless
 )
 
 missing=()
@@ -41,5 +46,22 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Node.js and npm come with the machine (not from Debian's archive, whose npm
+# conflicts with the installed nodejs): they drive chromium and validate
+# speedscope files, with the packages tests/js/package-lock.json pins.
+for tool in node npm; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "setup: $tool is missing: install Node.js 20 with npm" >&2
+    exit 1
+  fi
+done
+# The npm packages the output-format tests use, pinned by the lock file,
+# installed beside it (tests/js/node_modules, not tracked).
+js_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/js" && pwd)"
+if ! cmp -s "$js_dir/package-lock.json" "$js_dir/node_modules/.installed-lock.json" 2>/dev/null; then
+  echo "setup: installing the npm packages of tests/js"
+  npm ci --prefix "$js_dir" --no-audit --no-fund --loglevel=error >/dev/null
+  cp "$js_dir/package-lock.json" "$js_dir/node_modules/.installed-lock.json"
 fi
 echo "setup: dependencies present"

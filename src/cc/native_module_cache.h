@@ -30,11 +30,13 @@ inline CacheLimits DefaultModuleCacheLimits() {
 struct CachedModule {
   std::shared_ptr<const NativeModule> module;  // null when loading failed
   std::string error;
+  std::string path;  // as the first process seen mapping it named it
 };
 
 struct CachedModuleBytes {
   size_t operator()(const CachedModule& entry) const {
-    return entry.error.capacity() + (entry.module ? entry.module->memory_bytes() : 0);
+    return entry.error.capacity() + entry.path.capacity() +
+           (entry.module ? entry.module->memory_bytes() : 0);
   }
 };
 

@@ -198,6 +198,7 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
     if (const CachedModule* c = impl_->modules_.Lookup(m.file)) return c->module;
     auto loaded = process_->LoadModule(m, true);
     CachedModule entry;
+    entry.path = process_->path(m);
     if (loaded.ok()) {
       entry.module = std::shared_ptr<const NativeModule>(std::move(loaded).value());
     } else {
@@ -207,7 +208,7 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
   }
 
   bool NameFrame(UnwindCall*, unw_cursor_t*, uint64_t addr, NativeFrame* f) override {
-    const CachedName* name = Resolve(addr);
+    const CachedName* name = Resolve(addr, &f->file);
     f->name.assign(name->text);
     f->elf_address = name->elf_vaddr;
     f->symbolized = name->symbolized;
@@ -215,9 +216,11 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
   }
 
  private:
-  const CachedName* Resolve(uint64_t addr) {
+  const CachedName* Resolve(uint64_t addr, FileId* file) {
+    *file = FileId{};
     const ExecMapping* m = FindMapping(addr);
     if (!m || m->kind == ExecMapping::kAnonymous) return &impl_->unknown_name_;
+    *file = m->file;
     NameKey key{m->file, addr - m->start + m->pgoff};
     if (const CachedName* hit = impl_->names_.Lookup(key)) return hit;
     const ExecMapping mapping = *m;  // a refresh inside ModuleFor may move it
@@ -446,6 +449,15 @@ NativeUnwinderStats NativeUnwinder::stats() const { return impl_->Stats(); }
 void NativeUnwinder::set_cache_enabled(bool enabled) { impl_->options_.cache_enabled = enabled; }
 bool NativeUnwinder::cache_enabled() const { return impl_->options_.cache_enabled; }
 void NativeUnwinder::ForgetProcess(pid_t pid) { impl_->ForgetProcess(pid); }
+
+bool NativeUnwinder::DescribeFile(const FileId& file, std::string* path,
+                                  std::string* build_id) const {
+  const CachedModule* cached = impl_->modules_.Peek(file);
+  if (cached == nullptr) return false;
+  *path = cached->path;
+  *build_id = cached->module ? cached->module->build_id() : std::string();
+  return true;
+}
 Status NativeUnwinder::AddRecordedProcess(pid_t pid, std::string maps_text, std::string root_dir) {
   return impl_->AddRecordedProcess(pid, std::move(maps_text), std::move(root_dir));
 }

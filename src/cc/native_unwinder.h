@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "bounded_lru_cache.h"
+#include "file_id.h"
 #include "native_module_cache.h"
 #include "status.h"
 
@@ -73,6 +74,9 @@ struct NativeFrame {
   uint64_t elf_address = 0;
   bool symbolized = false;  // name is a symbol containing the address
   bool error = false;       // a marker frame, not a real frame
+  // The mapped file the address is in (zero when unknown, e.g. anonymous
+  // memory, or not looked up: the uncached path). See DescribeFile.
+  FileId file;
 };
 
 struct NativeUnwindResult {
@@ -138,6 +142,10 @@ class NativeUnwinder {
   // Frames are the same either way; only the cost differs.
   void set_cache_enabled(bool enabled);
   bool cache_enabled() const;
+
+  // The path (as a process maps it) and build-id (lowercase hex, "" if none)
+  // of a file a NativeFrame named, while its module is cached; false if not.
+  bool DescribeFile(const FileId& file, std::string* path, std::string* build_id) const;
 
   // Drops what is known about a pid (call on exit/exec events).
   void ForgetProcess(pid_t pid);

@@ -25,6 +25,15 @@
 //    that is not UTF-8, each frame compared whole with what it must be.
 // Every dump is checked by ParseCollapsed: strict UTF-8, and no line gProfiler
 // could not read (the first test to run reports a bad dump).
+// The "current" run also writes every other --format of each dump, and the
+// Formats tests read them back with their real consumers: each speedscope
+// file is valid against speedscope's published schema and holds exactly its
+// collapsed twin's samples; each pprof file, through `go tool pprof -traces`,
+// -top and -raw, holds the same stacks, totals and labels, and every layout's
+// eval loop sits in a mapping with its file's build-id; the largest dump's
+// flame graph page works in headless chromium (no console error, its data
+// equal to the collapsed dump, the hottest Python frame's share in its
+// tooltip, click-to-zoom, search).
 //
 // Under PYPERF_TEST_STRICT=1 a missing interpreter, root or uWSGI fails its
 // tests. The roots are built on first use (scripts/python-roots.sh, cached
@@ -45,9 +54,15 @@
 #include <string>
 #include <vector>
 
+#include "FrameSpelling.h"
+#include "PythonFrameFormat.h"
+#include "elf_file.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
+#include "support/flamegraph_page.h"
+#include "support/pprof_file.h"
 #include "support/python_roots.h"
+#include "support/speedscope_file.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -370,22 +385,33 @@ struct Profiles {
   CollapsedProfile first, current;
   std::string first_stderr, current_stderr;
   std::string problem;  // why there are no profiles
+  // The "current" run writes every --format: its collapsed dumps, oldest
+  // first; each format's file of a dump is that path plus the extension.
+  std::vector<std::string> current_dumps;
 };
+
+// Every format the "current" run writes, in its --format order.
+constexpr const char* kAllFormats = "collapsed,flamegraph,speedscope,pprof";
 
 // The dump files PATH.<stamp> of one PyPerf run, read as they appear.
 class DumpReader {
  public:
   explicit DumpReader(std::string path) : path_(std::move(path)) {}
-  // Appends the lines of every dump not read yet, oldest first.
-  void ReadNew(CollapsedProfile* profile) {
+  // Appends the lines of every dump not read yet, oldest first (and, if
+  // `files` is given, their paths). Only the collapsed dumps, PATH.<stamp>,
+  // are read: another format's files are PATH.<stamp>.<extension>.
+  void ReadNew(CollapsedProfile* profile, std::vector<std::string>* files = nullptr) {
     std::string dir = path_.substr(0, path_.rfind('/'));
     std::string prefix = path_.substr(path_.rfind('/') + 1) + ".";
     std::set<std::string> names;
     auto listing = RunCommand({"ls", "-1", dir});
     for (const auto& name : SplitLines(listing.out))
-      if (name.rfind(prefix, 0) == 0 && !read_.count(name)) names.insert(name);
+      if (name.rfind(prefix, 0) == 0 && name.find('.', prefix.size()) == std::string::npos &&
+          !read_.count(name))
+        names.insert(name);
     for (const auto& name : names) {
       read_.insert(name);
+      if (files) files->push_back(dir + "/" + name);
       SCOPED_TRACE("dump " + dir + "/" + name);
       CollapsedProfile dump = ParseCollapsed(ReadFile(dir + "/" + name));
       profile->lines.insert(profile->lines.end(), dump.lines.begin(), dump.lines.end());
@@ -425,7 +451,7 @@ class Session {
     // Both modes profile until every target's threads have samples enough
     // to be checked (or kProfileDeadline), dumping every second as gProfiler
     // does, so a busy machine makes the run longer, not the checks weaker.
-    TempDir out_dir;
+    TempDir& out_dir = *out_dir_;
     auto start = [&](const char* mode) {
       std::vector<std::string> argv = {PyPerfBinary(),
                                        "-v",
@@ -436,6 +462,7 @@ class Session {
                                        mode,
                                        "-o",
                                        out_dir.File(mode)};
+      if (std::string(mode) == "current") argv.insert(argv.end(), {"--format", kAllFormats});
       argv.insert(argv.end(), pids.begin(), pids.end());
       return std::make_unique<ChildProcess>(argv);
     };
@@ -470,7 +497,7 @@ class Session {
         first->Signal(SIGUSR2);
         current->Signal(SIGUSR2);
         first_dumps.ReadNew(&profiles_.first);
-        current_dumps.ReadNew(&profiles_.current);
+        current_dumps.ReadNew(&profiles_.current, &profiles_.current_dumps);
         if (!first->Running() || !current->Running()) break;
         if (Enough(profiles_.first) && Enough(profiles_.current)) break;
       }
@@ -486,7 +513,7 @@ class Session {
       }
     }
     first_dumps.ReadNew(&profiles_.first);
-    current_dumps.ReadNew(&profiles_.current);
+    current_dumps.ReadNew(&profiles_.current, &profiles_.current_dumps);
     profiles_.first_stderr = first->Stderr();
     profiles_.current_stderr = current->Stderr();
     if (!profiles_.problem.empty()) {
@@ -523,6 +550,13 @@ class Session {
   }
 
   RunningTarget& Get(const std::string& name) { return *running_.at(name); }
+  // Every target that runs, by name.
+  std::vector<const RunningTarget*> Running() const {
+    std::vector<const RunningTarget*> out;
+    for (const auto& [name, run] : running_)
+      if (run->process) out.push_back(run.get());
+    return out;
+  }
   const Profiles& profiles() const { return profiles_; }
   std::string DeathOf(const std::string& name) const {
     auto it = dead_.find(name);
@@ -530,6 +564,8 @@ class Session {
   }
 
  private:
+  // The dumps outlive the runs: the format tests read them after.
+  std::unique_ptr<TempDir> out_dir_ = std::make_unique<TempDir>();
   std::map<std::string, std::unique_ptr<RunningTarget>> running_;
   std::map<std::string, std::string> dead_;
   Profiles profiles_;
@@ -749,8 +785,11 @@ std::set<std::string> SelectedTargets() {
     for (int j = 0; j < suite->total_test_count(); ++j) {
       const auto* info = suite->GetTestInfo(j);
       std::string name = info->name();
-      if (info->should_run() && name.rfind('/') != std::string::npos)
+      if (info->should_run() && std::string(suite->name()) == "Formats") {
+        for (const Target& t : Targets()) names.insert(t.name);  // they check every layout
+      } else if (info->should_run() && name.rfind('/') != std::string::npos) {
         names.insert(name.substr(name.rfind('/') + 1));
+      }
     }
   }
   return names;
@@ -1085,6 +1124,221 @@ std::vector<Target> NameTargets() {
 
 INSTANTIATE_TEST_SUITE_P(Targets, VersionsNamesE2E, ::testing::ValuesIn(NameTargets()),
                          TargetTestName);
+
+// --- Every format of the same run (--format, issue 12) -----------------------
+//
+// The "current" run writes each dump as collapsed text, a flame graph page, a
+// speedscope file and a pprof profile. Each format test reads every layout's
+// samples back with the format's real consumer (headless chromium, speedscope's
+// published schema, go tool pprof) and compares them with the collapsed file
+// of the same dump.
+
+// A collapsed dump as stack -> count.
+std::map<std::string, uint64_t> StacksOfDump(const std::string& file) {
+  std::map<std::string, uint64_t> stacks;
+  for (const auto& line : ParseCollapsed(ReadFile(file)).lines)
+    stacks[line.text.substr(0, line.text.rfind(' '))] += line.count;
+  return stacks;
+}
+
+// The pids of `stacks` ("<comm>-<pid>/<tid>;..."), with their sample counts.
+std::map<pid_t, uint64_t> SamplesPerPid(const std::map<std::string, uint64_t>& stacks) {
+  std::map<pid_t, uint64_t> per_pid;
+  for (const auto& [stack, count] : stacks) {
+    pyperf::StackHead head;
+    std::vector<pyperf::SpelledFrame> frames;
+    if (pyperf::ParseStackText(stack, &head, &frames)) per_pid[head.pid] += count;
+  }
+  return per_pid;
+}
+
+// Every running layout's interpreter has samples in `stacks` (read back from
+// a format), summed over the dumps in `per_pid`.
+void ExpectEveryLayout(const std::map<pid_t, uint64_t>& per_pid, const std::string& format) {
+  for (const RunningTarget* run : TheSession().Running()) {
+    auto it = per_pid.find(run->pid);
+    EXPECT_TRUE(it != per_pid.end() && it->second > 0)
+        << format << ": no sample of " << run->target->name << " (pid " << run->pid << ")";
+  }
+}
+
+// The format tests need the session; nullptr (after a skip or failure) if not.
+const Profiles* PrepareFormats(std::string* skip) {
+  Session& session = TheSession();
+  const Profiles& p = session.profiles();
+  if (p.problem.rfind("BPF unavailable", 0) == 0) {
+    if (StrictMode()) {
+      ADD_FAILURE() << "PYPERF_TEST_STRICT=1 and this test cannot run: " << p.problem;
+    } else {
+      *skip = p.problem;
+    }
+    return nullptr;
+  }
+  EXPECT_EQ(p.problem, "");
+  if (p.current_dumps.empty()) {
+    ADD_FAILURE() << "the run with every format delivered no dump";
+    return nullptr;
+  }
+  return &p;
+}
+
+#define PREPARE_FORMATS_OR_RETURN(profiles)                \
+  std::string skip_reason;                                 \
+  const Profiles* profiles = PrepareFormats(&skip_reason); \
+  if (!profiles) {                                         \
+    if (!skip_reason.empty()) GTEST_SKIP() << skip_reason; \
+    return;                                                \
+  }
+
+constexpr uint64_t kPeriodNs = 1000000000 / kFrequencyHz;
+
+// The flame graph's labels down to the `depth`-th frame of a collapsed stack:
+// "<comm>-<pid>", "<tid>", then each frame as spelled (flamegraph_page.h).
+std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth) {
+  pyperf::StackHead head;
+  std::vector<pyperf::SpelledFrame> frames;
+  if (!pyperf::ParseStackText(stack, &head, &frames)) return {};
+  std::vector<std::string> path = {std::string(head.comm) + "-" + std::to_string(head.pid),
+                                   std::to_string(head.tid)};
+  for (size_t i = 0; i < depth && i < frames.size(); ++i)
+    path.push_back(std::string(frames[i].text) + std::string(pyperf::FrameSuffix(frames[i].kind)));
+  return path;
+}
+
+TEST(Formats, SpeedscopeOfEveryLayoutIsValidAndHoldsTheSameSamples) {
+  PREPARE_FORMATS_OR_RETURN(profiles);
+  std::map<pid_t, uint64_t> per_pid;
+  for (const std::string& dump : profiles->current_dumps) {
+    SCOPED_TRACE(dump);
+    const std::string file = dump + ".speedscope.json";
+    SpeedscopeFileResult read = ReadSpeedscopeFile(file, kPeriodNs);
+    ASSERT_EQ(read.error, "");
+    EXPECT_TRUE(read.schema_errors.empty()) << read.schema_errors.front();
+    const auto collapsed = StacksOfDump(dump);
+    EXPECT_EQ(read.collapsed, collapsed);
+    for (const auto& [pid, count] : SamplesPerPid(read.collapsed)) per_pid[pid] += count;
+  }
+  ExpectEveryLayout(per_pid, "speedscope");
+  std::cout << "[ versions ] speedscope: " << profiles->current_dumps.size()
+            << " files valid and equal to their collapsed dumps" << std::endl;
+}
+
+// The file holding the interpreter's eval loop in `pid` (libpython if it maps
+// one, else the executable), as the process names it; "" if none.
+std::string InterpreterFileOf(pid_t pid) {
+  std::string exe;
+  for (const auto& line : SplitLines(ReadFile("/proc/" + std::to_string(pid) + "/maps"))) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos || line.find(" r-xp ") == std::string::npos) continue;
+    std::string file = line.substr(slash);
+    std::string base = file.substr(file.rfind('/') + 1);
+    if (base.rfind("libpython", 0) == 0) return file;
+    if (base.rfind("python", 0) == 0 && exe.empty()) exe = file;
+  }
+  return exe;
+}
+
+TEST(Formats, PprofOfEveryLayoutReadsBackWithGoToolPprof) {
+  PREPARE_FORMATS_OR_RETURN(profiles);
+  std::map<pid_t, uint64_t> per_pid;
+  std::map<std::string, std::set<std::string>> build_ids;  // mapping file -> build-ids seen
+  for (const std::string& dump : profiles->current_dumps) {
+    SCOPED_TRACE(dump);
+    PprofReadback read = ReadPprofWithGoTool(dump + ".pb.gz");
+    ASSERT_EQ(read.error, "");
+    const auto collapsed = StacksOfDump(dump);
+    std::map<std::string, uint64_t> expected;
+    uint64_t total = 0;
+    for (const auto& [stack, count] : collapsed) {
+      expected[PprofViewOfCollapsedStack(stack)] += count;
+      total += count;
+    }
+    EXPECT_EQ(read.total_samples, total);
+    EXPECT_EQ(read.total_cpu_ns, static_cast<int64_t>(total * kPeriodNs));
+    EXPECT_EQ(read.stacks, expected);
+    for (const auto& [pid, count] : SamplesPerPid(collapsed)) per_pid[pid] += count;
+    for (const auto& m : read.mappings) build_ids[m.file].insert(m.build_id);
+    if (&dump == &profiles->current_dumps.back())
+      std::cout << "[ versions ] pprof -top of the last dump:\n" << read.top << std::endl;
+  }
+  ExpectEveryLayout(per_pid, "pprof");
+  // Each layout's eval loop is in a mapping named by the file as its maps
+  // name it (from the host: a container's files by their host path), with
+  // that file's build-id.
+  for (const RunningTarget* run : TheSession().Running()) {
+    if (run->target->kind == TargetKind::kDeletedLib) continue;  // no file to read it from
+    const std::string file = InterpreterFileOf(run->pid);
+    ASSERT_NE(file, "") << run->target->name;
+    auto elf = pyperf::ElfFile::Open(file);
+    ASSERT_TRUE(elf.ok()) << elf.error();
+    const std::optional<std::string> build_id = elf.value().BuildId();
+    ASSERT_TRUE(build_id.has_value()) << run->target->name << ": " << file << " has no build-id";
+    EXPECT_EQ(build_ids[file], std::set<std::string>{*build_id})
+        << run->target->name << ": the pprof mappings of " << file;
+  }
+}
+
+// The largest dump's page, in headless chromium: its data is the collapsed
+// dump's, the hottest stack's innermost Python frame shows its share, a click
+// zooms to it and a search finds it.
+TEST(Formats, FlameGraphOfEveryLayoutWorksInChromium) {
+  if (auto why = FlameGraphConsumerUnavailable()) PYPERF_SKIP_OR_FAIL(*why);
+  PREPARE_FORMATS_OR_RETURN(profiles);
+  std::string largest;
+  uint64_t largest_total = 0;
+  for (const std::string& dump : profiles->current_dumps) {
+    uint64_t total = 0;
+    for (const auto& [stack, count] : StacksOfDump(dump)) total += count;
+    if (total > largest_total) largest_total = total, largest = dump;
+  }
+  ASSERT_GT(largest_total, 0u);
+  const auto collapsed = StacksOfDump(largest);
+  // The hottest stack with a Python frame, and its path down to that frame.
+  std::string hottest;
+  uint64_t hottest_count = 0;
+  for (const auto& [stack, count] : collapsed) {
+    if (count > hottest_count &&
+        stack.find(std::string(pyperf::kPythonSuffix)) != std::string::npos)
+      hottest = stack, hottest_count = count;
+  }
+  ASSERT_FALSE(hottest.empty());
+  pyperf::StackHead head;
+  std::vector<pyperf::SpelledFrame> frames;
+  ASSERT_TRUE(pyperf::ParseStackText(hottest, &head, &frames));
+  size_t last_python = 0;
+  for (size_t i = 0; i < frames.size(); ++i)
+    if (frames[i].kind == pyperf::FrameKind::kPython) last_python = i;
+  std::vector<std::string> spelled;
+  for (size_t i = 0; i <= last_python; ++i)
+    spelled.push_back(std::string(frames[i].text) +
+                      std::string(pyperf::FrameSuffix(frames[i].kind)));
+  const std::string thread_prefix = hottest.substr(0, hottest.find(';'));
+  std::string prefix = thread_prefix;
+  for (const auto& f : spelled) prefix += ";" + f;
+  uint64_t expected_samples = 0;
+  for (const auto& [stack, count] : collapsed)
+    if (stack == prefix || stack.rfind(prefix + ";", 0) == 0) expected_samples += count;
+
+  const std::string screenshot = std::string(PYPERF_BUILD_DIR) + "/flamegraph-versions.png";
+  // Searched for by its function's name, as a person would.
+  pyperf::PythonFrameParts python;
+  ASSERT_TRUE(pyperf::ParsePythonFrameText(frames[last_python].text, &python));
+  const std::string function(python.name.substr(python.name.rfind('.') + 1));
+  FlameGraphPageResult page = CheckFlameGraphPage(
+      largest + ".html", FlameGraphNodePath(hottest, last_python + 1), function, screenshot);
+  ASSERT_EQ(page.error, "");
+  EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.collapsed, collapsed);
+  EXPECT_TRUE(page.found) << prefix;
+  EXPECT_EQ(page.samples, expected_samples) << prefix;
+  EXPECT_NEAR(page.percent, 100.0 * expected_samples / largest_total, 0.05) << prefix;
+  EXPECT_TRUE(page.zoomed);
+  EXPECT_GE(page.search_matches, 1u);
+  ExpectEveryLayout(SamplesPerPid(page.collapsed), "flamegraph");
+  std::cout << "[ versions ] flame graph of " << largest_total << " samples; " << prefix << ": "
+            << page.samples << " samples, " << page.percent << "%; screenshot " << screenshot
+            << std::endl;
+}
 
 }  // namespace
 }  // namespace pyperf_test

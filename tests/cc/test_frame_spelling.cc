@@ -47,13 +47,26 @@ TEST(FrameSpelling, SeparatorsAndLineBreaksInTextBecomeUnderscores) {
 // gProfiler reads the file with Python's str.splitlines(): every character
 // it breaks a line at becomes one '_', multi-byte ones included.
 TEST(FrameSpelling, EveryLineBreakPythonSplitsAtBecomesOneUnderscore) {
-  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\vb\fc\x1c" "d\x1d" "e\x1e" "f"),
+  EXPECT_EQ(SpellFrame(FrameKind::kNative,
+                       "a\vb\fc\x1c"
+                       "d\x1d"
+                       "e\x1e"
+                       "f"),
             "a_b_c_d_e_f_[pn]");
   // U+0085, U+2028, U+2029 in UTF-8; U+2027 and U+00A0 are not breaks.
-  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d"),
+  EXPECT_EQ(SpellFrame(FrameKind::kNative,
+                       "a\xc2\x85"
+                       "b\xe2\x80\xa8"
+                       "c\xe2\x80\xa9"
+                       "d"),
             "a_b_c_d_[pn]");
-  EXPECT_EQ(SpellFrame(FrameKind::kNative, "a\xe2\x80\xa7" "b\xc2\xa0" "c"),
-            "a\xe2\x80\xa7" "b\xc2\xa0" "c_[pn]");
+  EXPECT_EQ(SpellFrame(FrameKind::kNative,
+                       "a\xe2\x80\xa7"
+                       "b\xc2\xa0"
+                       "c"),
+            "a\xe2\x80\xa7"
+            "b\xc2\xa0"
+            "c_[pn]");
 }
 
 // A sample with nothing to show still has a frame: gProfiler cannot read a
@@ -179,6 +192,44 @@ TEST(StackText, UnwinderFailuresPrintAsNativeStackErrors) {
   const std::string& text = stack.text();
   EXPECT_EQ(text.rfind("p-1/1;[Native Stack Error: reading process mappings (", 0), 0u) << text;
   EXPECT_EQ(text.substr(text.size() - 7), ")]_[pe]") << text;
+}
+
+// The encoders of the other formats read stacks back with ParseStackText: it
+// must give back exactly what StackText put in.
+TEST(ParseStackText, GivesBackWhatStackTextBuilt) {
+  StackText s;
+  s.Start("my-comm/x", 16, 123, 456);
+  s.Add(FrameKind::kPython, "app.main (/srv/app.py:3)");
+  s.Add(FrameKind::kNative, "_PyEval_EvalFrameDefault");
+  s.AddSampleError(PYPERF_ERROR_THREAD_STATE);
+  s.Add(FrameKind::kKernel, "do_syscall_64");
+  StackHead head;
+  std::vector<SpelledFrame> frames;
+  ASSERT_TRUE(ParseStackText(s.text(), &head, &frames)) << s.text();
+  EXPECT_EQ(head.comm, "my-comm/x");
+  EXPECT_EQ(head.pid, 123u);
+  EXPECT_EQ(head.tid, 456u);
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_EQ(frames[0].kind, FrameKind::kPython);
+  EXPECT_EQ(frames[0].text, "app.main (/srv/app.py:3)");
+  EXPECT_EQ(frames[1].kind, FrameKind::kNative);
+  EXPECT_EQ(frames[1].text, "_PyEval_EvalFrameDefault");
+  EXPECT_EQ(frames[2].kind, FrameKind::kMarker);
+  EXPECT_EQ(frames[2].text, "[Sample Error THREAD_STATE]");
+  EXPECT_EQ(frames[3].kind, FrameKind::kKernel);
+  EXPECT_EQ(frames[3].text, "do_syscall_64");
+}
+
+TEST(ParseStackText, RefusesWhatStackTextCannotHaveBuilt) {
+  StackHead head;
+  std::vector<SpelledFrame> frames;
+  EXPECT_FALSE(ParseStackText("", &head, &frames));
+  EXPECT_FALSE(ParseStackText("comm;f_[p]", &head, &frames));          // no pid/tid
+  EXPECT_FALSE(ParseStackText("comm-1/x;f_[p]", &head, &frames));      // tid not a number
+  EXPECT_FALSE(ParseStackText("comm-1/99999999999", &head, &frames));  // tid too large
+  EXPECT_FALSE(ParseStackText("comm-1/2;no_suffix", &head, &frames));  // a frame without kind
+  EXPECT_TRUE(ParseStackText("comm-1/2", &head, &frames));             // no frame at all
+  EXPECT_TRUE(frames.empty());
 }
 
 }  // namespace

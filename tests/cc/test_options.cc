@@ -230,6 +230,7 @@ constexpr ExpectedFlag kExpectedFlags[] = {
     {"--user-stacks-pages", "N", "2"},
     {"-v,--verbose", "LEVEL", "0"},
     {"-o,--output", "PATH", "print to stdout"},
+    {"--format", "FORMATS", "collapsed"},
     {"--fs-offset", "N", "computed from kernel BTF"},
     {"--stack-offset", "N", "computed from kernel BTF"},
     {"--insert-dso-name", "", "off"},
@@ -347,6 +348,29 @@ TEST(Options, SampleRateAndFrequencyAreMutuallyExclusive) {
 }
 
 TEST(Options, EmptyOutputPathIsAnError) { Refused({"--output="}); }
+
+TEST(Options, FormatIsCollapsedUnlessAskedOtherwise) {
+  EXPECT_EQ(Parse({}).options.formats, std::vector<ProfileFormat>{ProfileFormat::kCollapsed});
+  EXPECT_EQ(Parse({"--format", "pprof"}).options.formats,
+            std::vector<ProfileFormat>{ProfileFormat::kPprof});
+  EXPECT_EQ(Parse({"-o", "/tmp/p", "--format", "flamegraph,collapsed,speedscope"}).options.formats,
+            (std::vector<ProfileFormat>{ProfileFormat::kFlameGraph, ProfileFormat::kCollapsed,
+                                        ProfileFormat::kSpeedscope}));
+}
+
+TEST(Options, BadFormatsAreRefusedWithTheReason) {
+  EXPECT_EQ(Refused({"--format", "svg"}),
+            "PyPerf: error: --format: 'svg' is not one of collapsed, flamegraph, speedscope, "
+            "pprof (see --help)");
+  EXPECT_EQ(Refused({"--format", ""}),
+            "PyPerf: error: --format: '' is not one of collapsed, flamegraph, speedscope, "
+            "pprof (see --help)");
+  EXPECT_EQ(Refused({"-o", "/tmp/p", "--format", "pprof,pprof"}),
+            "PyPerf: error: --format: pprof is given twice (see --help)");
+  EXPECT_EQ(Refused({"--format", "collapsed,pprof"}),
+            "PyPerf: error: --format: several formats need -o/--output (stdout takes one) (see "
+            "--help)");
+}
 
 }  // namespace
 }  // namespace pyperf

@@ -69,5 +69,44 @@ TEST(FormatPythonFrame, CharactersThatBreakCollapsedStacksAreReplaced) {
   EXPECT_EQ(FormatPythonFrame("/a;b/c.py", "f\n", "", 3), Python("a_b.c.f_ (/a_b/c.py:3)"));
 }
 
+std::string WithoutSuffix(const std::string& frame) {
+  return frame.substr(0, frame.size() - kPythonSuffix.size());
+}
+
+TEST(ParsePythonFrameText, GivesBackNameFileAndLine) {
+  PythonFrameParts parts;
+  std::string text = WithoutSuffix(
+      FormatPythonFrame("/usr/lib/python3.11/json/decoder.py", "decode", "JSONDecoder", 332));
+  ASSERT_TRUE(ParsePythonFrameText(text, &parts)) << text;
+  EXPECT_EQ(parts.name, "json.decoder.JSONDecoder.decode");
+  EXPECT_EQ(parts.file, "/usr/lib/python3.11/json/decoder.py");
+  EXPECT_EQ(parts.line, 332);
+}
+
+// A path holding " (" and ":" is split where FormatPythonFrame joined it.
+TEST(ParsePythonFrameText, APathWithParenthesesAndColonsSplitsRight) {
+  for (const std::string& file :
+       {std::string("/srv/My Project (copy)/a:b.py"), std::string("/x (1)/y (2)/z.py"),
+        std::string("<string>"), std::string("")}) {
+    SCOPED_TRACE(file);
+    PythonFrameParts parts;
+    std::string text = WithoutSuffix(FormatPythonFrame(file, "run (x)", "", 7));
+    ASSERT_TRUE(ParsePythonFrameText(text, &parts)) << text;
+    EXPECT_EQ(parts.file, file);
+    EXPECT_EQ(parts.line, 7);
+    EXPECT_EQ(text.substr(0, parts.name.size()), parts.name);
+    EXPECT_EQ(parts.name.substr(parts.name.size() - 7), "run (x)");
+  }
+}
+
+TEST(ParsePythonFrameText, RefusesTextsWithoutFileAndLine) {
+  PythonFrameParts parts;
+  EXPECT_FALSE(ParsePythonFrameText("", &parts));
+  EXPECT_FALSE(ParsePythonFrameText("f", &parts));
+  EXPECT_FALSE(ParsePythonFrameText("f (a.py)", &parts));
+  EXPECT_FALSE(ParsePythonFrameText("f (a.py:x)", &parts));
+  EXPECT_FALSE(ParsePythonFrameText("other.f (/srv/a.py:3)", &parts));  // module does not match
+}
+
 }  // namespace
 }  // namespace pyperf

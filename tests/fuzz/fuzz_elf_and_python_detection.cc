@@ -93,7 +93,7 @@ void CheckNativeName(const pyperf::NativeModule* module, const std::string& path
   pyperf::StackText line;
   line.Start("fuzz", 4, 1, 1);
   line.Add(pyperf::FrameKind::kNative, name);
-  pyperf_fuzz::CheckCollapsedOutput(line.text() + " 1\n");
+  pyperf_fuzz::CheckProfileOutput(line.text() + " 1\n");
 }
 
 void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string& path) {

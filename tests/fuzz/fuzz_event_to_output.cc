@@ -8,7 +8,8 @@
 // (a fake code object in this process, whose line table comes from the input,
 // read with process_vm_readv at a real CPython layout's offsets),
 // NativeUnwinder over the event's registers and stack copy against this
-// process, StackText, and CollapsedOutput's aggregation and dump.
+// process, StackText, and ProfileOutput's aggregation and dump; then the
+// flamegraph, speedscope and pprof encoders over the same stacks.
 //
 // OnEvent itself needs a loaded BPF program, so its steps are repeated here in
 // its order; the functions it calls are PyPerf's own. Every event is made to
@@ -37,11 +38,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
-#include "CollapsedOutput.h"
 #include "EventNativeSnapshot.h"
 #include "FrameSpelling.h"
+#include "ProfileOutput.h"
 #include "PyOffsets.h"
 #include "PyPerfBpfShared.h"
 #include "PythonStackDecoder.h"
@@ -140,6 +142,41 @@ void SetUpCodeObject(const pyperf_offsets& o, std::string_view table) {
 
 }  // namespace
 
+namespace {
+
+// The other --format encoders on the same stacks: each writes its whole
+// file without an error, the text formats in strict UTF-8, pprof gzip'd.
+void CheckOtherFormats(const std::map<std::string, uint64_t>& stacks) {
+  pyperf::DumpedProfile profile;
+  for (const auto& [stack, count] : stacks) profile.stacks.emplace_back(stack, count);
+  profile.sample_period_ns = 1000000;
+  std::unordered_map<std::string, pyperf::NativeFrameOrigin> origins;
+  profile.native_origins = &origins;
+  for (pyperf::ProfileFormat format :
+       {pyperf::ProfileFormat::kFlameGraph, pyperf::ProfileFormat::kSpeedscope,
+        pyperf::ProfileFormat::kPprof}) {
+    char* text = nullptr;
+    size_t size = 0;
+    std::FILE* out = open_memstream(&text, &size);
+    PYPERF_FUZZ_CHECK(out != nullptr, "open_memstream failed");
+    const bool written = pyperf::MakeProfileEncoder(format)->Write(profile, out);
+    std::fclose(out);
+    std::string file(text, size);
+    std::free(text);
+    const std::string name(pyperf::ProfileFormatName(format));
+    PYPERF_FUZZ_CHECK(written, name + " encoder failed");
+    if (format == pyperf::ProfileFormat::kPprof) {
+      PYPERF_FUZZ_CHECK(file.size() > 2 && file[0] == '\x1f' && file[1] == '\x8b',
+                        "the pprof file is not gzip'd");
+    } else {
+      PYPERF_FUZZ_CHECK(!pyperf_test::FirstNonUtf8Byte(file).has_value(),
+                        "the " + name + " file is not strict UTF-8");
+    }
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   State& s = TheState();
   FuzzInput in(data, size);
@@ -179,9 +216,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::FILE* stream = open_memstream(&out_text, &out_size);
   PYPERF_FUZZ_CHECK(stream != nullptr, "open_memstream failed");
   uint64_t printed = 0;
+  std::map<std::string, uint64_t> all_stacks;  // what the other formats are given
   {
-    pyperf::CollapsedOutput output("", stream);
-    PYPERF_FUZZ_CHECK(output.Start().ok(), "CollapsedOutput::Start");
+    pyperf::ProfileOutput output("", stream);
+    PYPERF_FUZZ_CHECK(output.Start().ok(), "ProfileOutput::Start");
     uint64_t symbol_errors = 0;
 
     while (!in.empty()) {
@@ -238,6 +276,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           append_native();
           append_kernel();
           output.Add(st.text());
+          ++all_stacks[st.text()];
           ++printed;
           continue;
         }
@@ -254,8 +293,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       append_kernel();
       st.EnsureFrame();
       output.Add(st.text());
+      ++all_stacks[st.text()];
       ++printed;
-      pyperf_fuzz::CheckCollapsedOutput(st.text() + " 1");
+      pyperf_fuzz::CheckProfileOutput(st.text() + " 1");
 
       if (end_rounds) {
         symbols->EndRound();
@@ -276,7 +316,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fclose(stream);
   std::string text(out_text, out_size);
   std::free(out_text);
-  pyperf_fuzz::CheckCollapsedOutput(text);
+  pyperf_fuzz::CheckProfileOutput(text);
   if (pyperf_fuzz::Verbose()) std::fprintf(stderr, "%s", text.c_str());
   uint64_t counted = 0;
   size_t start = 0;
@@ -291,6 +331,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   PYPERF_FUZZ_CHECK(counted == printed, "the dump counts " + std::to_string(counted) +
                                             " samples, " + std::to_string(printed) + " printed");
+
+  CheckOtherFormats(all_stacks);
 
   // Each input stands alone: the native unwinder forgets this process.
   s.native->ForgetProcess(tracked.pid);

@@ -27,7 +27,7 @@
 //
 // Checks: the unwinder never crashes or reads out of bounds (ASan/UBSan), its
 // frames stay within max_depth (+1 marker), names are printable UTF-8, and
-// the frames spelled into a collapsed line pass CheckCollapsedOutput.
+// the frames spelled into a collapsed line pass CheckProfileOutput.
 //
 // PYPERF_FUZZ_WRITE_SEED=FILE writes a seed made from this process's own
 // stack (a real unwind) to FILE at start-up.
@@ -264,7 +264,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pyperf::StackText text;
   text.Start("fuzz", 4, 1, 1);
   text.AddNativeFrames(s.frames, result);
-  pyperf_fuzz::CheckCollapsedOutput(text.text() + " 1\n");
+  pyperf_fuzz::CheckProfileOutput(text.text() + " 1\n");
   if (pyperf_fuzz::Verbose()) std::fprintf(stderr, "%s\n", text.text().c_str());
 
   if (flags & 0x10) unwinder.cache_eviction();

@@ -64,7 +64,7 @@ std::string Excerpt(std::string_view text, size_t at) {
 
 }  // namespace
 
-void CheckCollapsedOutput(std::string_view text) {
+void CheckProfileOutput(std::string_view text) {
   const std::string whole(text);
   if (auto bad = pyperf_test::FirstNonUtf8Byte(whole)) {
     Fail("output is not strict UTF-8 (or holds NUL) at byte " + std::to_string(*bad) + ": " +

@@ -68,7 +68,7 @@ size_t FirstPythonLineBreakOtherThanNewline(std::string_view text);
 // without NUL and every line parses as gProfiler parses it: comm-pid/tid
 // first token, frames with a known kind suffix, none empty, in PyPerf's order
 // (truncation, sample error, Python, native, kernel), and a count.
-void CheckCollapsedOutput(std::string_view text);
+void CheckProfileOutput(std::string_view text);
 
 // True when PYPERF_FUZZ_VERBOSE is set: the targets then print what they
 // made of each input (for looking at a seed or a crasher by hand).

@@ -172,4 +172,59 @@ void StackText::AddNativeFrames(const std::vector<NativeFrame>& leaf_first,
   }
 }
 
+namespace {
+
+bool ParseDecimal(std::string_view digits, uint32_t* out) {
+  if (digits.empty() || digits.size() > 10) return false;
+  uint64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (value > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(value);
+  return true;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+bool ParseStackText(std::string_view stack, StackHead* head, std::vector<SpelledFrame>* frames) {
+  frames->clear();
+  size_t end = stack.find(kFrameSeparator);
+  std::string_view first = stack.substr(0, end);
+  // "<comm>-<pid>/<tid>": the comm may hold '-' and '/', the ids cannot.
+  size_t slash = first.rfind('/');
+  if (slash == std::string_view::npos) return false;
+  size_t dash = first.rfind('-', slash);
+  if (dash == std::string_view::npos) return false;
+  if (!ParseDecimal(first.substr(dash + 1, slash - dash - 1), &head->pid) ||
+      !ParseDecimal(first.substr(slash + 1), &head->tid))
+    return false;
+  head->comm = first.substr(0, dash);
+  while (end != std::string_view::npos) {
+    size_t start = end + 1;
+    end = stack.find(kFrameSeparator, start);
+    std::string_view frame = stack.substr(start, end == std::string_view::npos ? end : end - start);
+    SpelledFrame parsed;
+    bool known = false;
+    for (FrameKind kind :
+         {FrameKind::kPython, FrameKind::kNative, FrameKind::kKernel, FrameKind::kMarker}) {
+      std::string_view suffix = FrameSuffix(kind);
+      if (EndsWith(frame, suffix)) {
+        parsed.kind = kind;
+        parsed.text = frame.substr(0, frame.size() - suffix.size());
+        known = true;
+        break;
+      }
+    }
+    if (!known) return false;
+    frames->push_back(parsed);
+  }
+  return true;
+}
+
 }  // namespace pyperf

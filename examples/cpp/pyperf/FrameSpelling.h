@@ -49,6 +49,9 @@ inline constexpr std::string_view kTruncatedNativeStack = "[Truncated Native Sta
 // The process exec'd since PyPerf read its offsets (its mm changed): its
 // Python frames are not shown, and PyPerf inspects it again.
 inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";
+// A stack text another format's encoder could not read back (never one
+// StackText built): its samples are counted under this marker, not dropped.
+inline constexpr std::string_view kUnparseableStack = "[Unparseable Stack]";
 // A sample with no frame at all (no Python frames, native frames off, taken in
 // user mode): gProfiler cannot read a line without a frame, and would drop it.
 inline constexpr std::string_view kNoFrames = "[No Frames]";
@@ -72,6 +75,22 @@ std::string SpellFrame(FrameKind kind, std::string_view text);
 std::string SampleErrorFrame(uint8_t error);
 // "[Native Stack Error: <what failed>]_[pe]".
 std::string NativeStackErrorFrame(std::string_view what_failed);
+
+// A stack text read back (for the encoders of other formats): its first
+// token and its frames, root first, each without its suffix.
+struct StackHead {
+  std::string_view comm;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+};
+struct SpelledFrame {
+  FrameKind kind = FrameKind::kMarker;
+  std::string_view text;  // as spelled, without the suffix
+};
+// Splits a stack built by StackText. False if `stack` is not one (no
+// "<comm>-<pid>/<tid>" first token, or a frame without a known suffix);
+// `frames` is replaced and points into `stack`.
+bool ParseStackText(std::string_view stack, StackHead* head, std::vector<SpelledFrame>* frames);
 
 // One sample's stack. Reused from sample to sample, it allocates nothing once
 // its buffer has grown to the longest stack.

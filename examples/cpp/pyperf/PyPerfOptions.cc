@@ -8,6 +8,7 @@
 #include "PyPerfOptions.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -29,7 +30,8 @@ struct RawArgs {
   CLI::Option* pid_option = nullptr;
   ValueArg sample_rate, frequency, duration, update_interval, symbols_map_size, events_buffer_pages,
       kernel_stacks_map_size, user_stacks_pages, verbose, output, fs_offset, stack_offset,
-      line_numbers, native_cache, native_cache_entries, native_cache_bytes, native_cache_max_age;
+      line_numbers, format, native_cache, native_cache_entries, native_cache_bytes,
+      native_cache_max_age;
   bool insert_dso_name = false;
 };
 
@@ -80,8 +82,12 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
   value("-v,--verbose", raw.verbose, "LEVEL", "Log verbosity on stderr, 0 to 4 (default: 0)");
   value("-o,--output", raw.output, "PATH",
         "Write collapsed stacks to the transient file PATH and, on SIGUSR2 or exit, rename it to "
-        "PATH.<YYYYmmddHHMMSScc> (UTC start of the interval) and start a new PATH "
-        "(default: print to stdout)");
+        "PATH.<YYYYmmddHHMMSScc> (UTC start of the interval; --format's extension follows) and "
+        "start a new PATH (default: print to stdout)");
+  value("--format", raw.format, "FORMATS",
+        "Output format, or a comma-separated list of them with -o (one file each per dump): "
+        "collapsed, flamegraph (.html), speedscope (.speedscope.json), pprof (.pb.gz) "
+        "(default: collapsed)");
   value("--fs-offset", raw.fs_offset, "N",
         "Offset of task_struct.thread.fsbase, decimal or 0x hex (default: computed from kernel "
         "BTF); checked against the running kernel at start-up");
@@ -273,6 +279,28 @@ CommandLine Convert(const RawArgs& raw) {
                          " capped to " + std::to_string(kMaxUserStacksPages) +
                          ": one sample must fit in a 64 KiB perf record");
     o.user_stacks_pages = kMaxUserStacksPages;
+  }
+  if (raw.format.given()) {
+    o.formats.clear();
+    std::string_view list = raw.format.text;
+    while (true) {
+      size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      std::optional<ProfileFormat> format = ParseProfileFormat(name);
+      if (!format) {
+        return Failure("--format: '" + std::string(name) +
+                       "' is not one of collapsed, flamegraph, speedscope, pprof");
+      }
+      if (std::find(o.formats.begin(), o.formats.end(), *format) != o.formats.end()) {
+        return Failure("--format: " + std::string(name) + " is given twice");
+      }
+      o.formats.push_back(*format);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    if (o.formats.size() > 1 && o.output_path.empty()) {
+      return Failure("--format: several formats need -o/--output (stdout takes one)");
+    }
   }
   o.insert_dso_name = raw.insert_dso_name;
   return result;

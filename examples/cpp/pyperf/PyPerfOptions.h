@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ProfileEncoder.h"
+
 namespace pyperf {
 
 // Which line a Python frame reports: the function's first line (stable, so
@@ -45,6 +47,8 @@ struct Options {
   int verbosity = 0;                        // -v/--verbose, 0-4
 
   std::string output_path;  // -o/--output; empty = collapsed stacks on stdout
+  // --format: what each dump is written as, in this order (one file each).
+  std::vector<ProfileFormat> formats = {ProfileFormat::kCollapsed};
 
   // Overrides of task_struct offsets that are otherwise computed from BTF.
   std::optional<uint32_t> fs_offset;     // --fs-offset

@@ -64,7 +64,10 @@ Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& op
 }
 
 Status PyPerfProfiler::Init() {
-  output_ = std::make_unique<CollapsedOutput>(options_.output_path);
+  output_ = std::make_unique<ProfileOutput>(options_.output_path, stdout, options_.formats);
+  output_->set_sample_period_ns(options_.sample_mode == SampleMode::kFrequency
+                                    ? 1000000000 / options_.sample_frequency_hz
+                                    : options_.sample_period_ns);
 
   BpfConfig config;
   config.user_stack_pages = options_.user_stacks_pages;
@@ -120,6 +123,11 @@ Status PyPerfProfiler::Init() {
     native.module_cache_limits.max_age_rounds = options_.native_cache_max_age;
     native.process_max_age_rounds = options_.native_cache_max_age;
     native_ = std::make_unique<NativeUnwinder>(native);
+    NativeUnwinder* unwinder = native_.get();
+    output_->set_file_resolver(
+        [unwinder](const FileId& file, std::string* path, std::string* build_id) {
+          return unwinder->DescribeFile(file, path, build_id);
+        });
   }
 
   auto ksyms = KernelSymbols::Load();
@@ -185,20 +193,27 @@ void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, 
   NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
   if (result.error) ++counters_.native_stack_errors;
   stack->AddNativeFrames(native_frames_, result);
+  if (output_->wants_native_origins()) {
+    for (const NativeFrame& frame : native_frames_) {
+      if (frame.error) continue;
+      // Keyed by the frame as spelled in the stack.
+      origin_key_.clear();
+      AppendFrameText(frame.name, &origin_key_);
+      output_->NoteNativeFrame(origin_key_, frame.file, frame.elf_address);
+    }
+  }
 }
 
 void PyPerfProfiler::LogTables() {
   const PyPerfBpf::MapFill fill = bpf_->ReadMapFill();
-  std::string line = "tables: py_procs " + std::to_string(fill.py_procs) + " of " +
-                     std::to_string(fill.py_procs_max) + ", thread_states " +
-                     std::to_string(fill.thread_states) + " of " +
-                     std::to_string(fill.thread_states_max) + ", tracked " +
-                     std::to_string(tracked_.size()) + ", rejected " +
-                     std::to_string(rejected_.size()) + ", layouts " +
-                     std::to_string(layouts_.size()) + " of " +
-                     std::to_string(PYPERF_MAX_LAYOUTS) + ", line tables " +
-                     std::to_string(python_->line_tables()) + " (" +
-                     std::to_string(python_->line_table_bytes()) + " bytes)";
+  std::string line =
+      "tables: py_procs " + std::to_string(fill.py_procs) + " of " +
+      std::to_string(fill.py_procs_max) + ", thread_states " + std::to_string(fill.thread_states) +
+      " of " + std::to_string(fill.thread_states_max) + ", tracked " +
+      std::to_string(tracked_.size()) + ", rejected " + std::to_string(rejected_.size()) +
+      ", layouts " + std::to_string(layouts_.size()) + " of " + std::to_string(PYPERF_MAX_LAYOUTS) +
+      ", line tables " + std::to_string(python_->line_tables()) + " (" +
+      std::to_string(python_->line_table_bytes()) + " bytes)";
   if (native_) {
     const NativeUnwinderStats n = native_->stats();
     line += ", native names " + std::to_string(n.names.entries) + " (" +
@@ -300,8 +315,7 @@ Status PyPerfProfiler::Dump(bool final_dump) {
            (unsigned long long)counters_.kernel_stack_errors,
            (unsigned long long)counters_.kernel_stacks_freed,
            (unsigned long long)(symbols.retired - symbols_retired_at_last_dump_),
-           (unsigned long long)symbols.in_maps,
-           (unsigned long long)counters_.native_stack_errors,
+           (unsigned long long)symbols.in_maps, (unsigned long long)counters_.native_stack_errors,
            (unsigned long long)counters_.sample_errors,
            (unsigned long long)counters_.no_thread_state, (unsigned long long)counters_.replaced,
            (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),

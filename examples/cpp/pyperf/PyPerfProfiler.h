@@ -22,8 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "CollapsedOutput.h"
 #include "FrameSpelling.h"
+#include "ProfileOutput.h"
 #include "PyPerfBpf.h"
 #include "PyPerfOptions.h"
 #include "PythonProcess.h"
@@ -105,13 +105,14 @@ class PyPerfProfiler {
 
   Options options_;
   std::unique_ptr<PyPerfBpf> bpf_;
-  std::unique_ptr<CollapsedOutput> output_;
+  std::unique_ptr<ProfileOutput> output_;
   PythonProcessInspector inspector_;
   std::unique_ptr<PythonSymbolTable> symbols_;  // before python_, which uses it
   std::unique_ptr<PythonStackDecoder> python_;
   uint64_t symbols_retired_at_last_dump_ = 0;
   std::unique_ptr<NativeUnwinder> native_;  // null with --user-stacks-pages 0
   std::vector<NativeFrame> native_frames_;  // reused: no allocation per sample
+  std::string origin_key_;                  // reused: a native frame as spelled
   std::vector<uint64_t> kernel_addrs_;      // reused too
   // The generation of the kernel stack ids events may name (the BPF program
   // stamps each event with its own): bumped each time the map is emptied.

@@ -97,4 +97,34 @@ std::string FormatPythonFrame(const std::string& file, const std::string& functi
   return out;
 }
 
+bool ParsePythonFrameText(std::string_view text, PythonFrameParts* out) {
+  if (text.empty() || text.back() != ')') return false;
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view digits = text.substr(colon + 1, text.size() - colon - 2);
+  if (digits.empty() || digits.size() > 9) return false;
+  int line = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    line = line * 10 + (c - '0');
+  }
+  std::string module;
+  for (size_t open = text.find(" ("); open != std::string_view::npos && open < colon;
+       open = text.find(" (", open + 1)) {
+    std::string_view name = text.substr(0, open);
+    std::string_view file = text.substr(open + 2, colon - open - 2);
+    module.clear();
+    AppendFrameText(PythonModuleName(file), &module);
+    bool matches =
+        module.empty() || (name.size() > module.size() && name.substr(0, module.size()) == module &&
+                           name[module.size()] == '.');
+    if (!matches) continue;
+    out->name = name;
+    out->file = file;
+    out->line = line;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace pyperf

@@ -31,4 +31,15 @@ std::string PythonModuleName(std::string_view file);
 std::string FormatPythonFrame(const std::string& file, const std::string& function,
                               const std::string& class_name, int line);
 
+// A Python frame's text read back (the frame as FormatPythonFrame spells it,
+// without the suffix): "<name> (<file>:<line>)". A path may hold " (" too, so
+// the split chosen is the first whose name starts with the file's module
+// name, as FormatPythonFrame wrote it. False if `text` has no such split.
+struct PythonFrameParts {
+  std::string_view name;  // module.Class.function
+  std::string_view file;
+  int line = 0;
+};
+bool ParsePythonFrameText(std::string_view text, PythonFrameParts* out);
+
 }  // namespace pyperf

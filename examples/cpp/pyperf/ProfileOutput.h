@@ -1,7 +1,9 @@
-// CollapsedOutput: the output protocol gProfiler's PythonEbpfProfiler expects.
+// ProfileOutput: the output protocol gProfiler's PythonEbpfProfiler expects.
 //
-// Samples are aggregated as collapsed stacks ("frame;frame;frame" -> count)
-// and written one line per distinct stack, "<stack> <count>", sorted by stack.
+// Samples are aggregated as collapsed stacks ("frame;frame;frame" -> count).
+// Each dump is written in every format asked for (--format, ProfileEncoder.h);
+// collapsed, the default, is one line per distinct stack, "<stack> <count>",
+// sorted by stack.
 //
 // With an output PATH:
 //  - Start() creates the transient file PATH. gProfiler waits for PATH to
@@ -12,7 +14,11 @@
 //    if it finds several, keeps the one that sorts last, so names are made to
 //    sort by time: a name that would not sort after the previous one is bumped
 //    by a centisecond. Nothing else named PATH.* is ever created.
-// Without a PATH, Dump() writes the lines to a stream (stdout by default).
+//    A format other than collapsed appends its extension after the stamp
+//    (PATH.<stamp>.html); with several formats, each is written to PATH and
+//    renamed in turn, all under one stamp, in the order they were given.
+// Without a PATH, Dump() writes the lines to a stream (stdout by default), in
+// one format.
 //
 // A PATH.<stamp> file is always complete: the lines are written to PATH, and
 // PATH is renamed only once every write and the close succeeded. A dump that
@@ -24,7 +30,9 @@
 // samples (and its start time) so the next Dump writes them; a successful one
 // clears them. A failed FinalDump loses them, and removes PATH. (On a stream,
 // a failed write may have been partly emitted and cannot be taken back, so
-// the samples are dropped rather than repeated.)
+// the samples are dropped rather than repeated. With several formats, once
+// one file was delivered a later failure drops the samples too: they are in
+// that file and cannot be given to the others alone.)
 //
 // Not thread-safe: Add and Dump are called from the thread that polls events.
 #pragma once
@@ -32,24 +40,31 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "ProfileEncoder.h"
+#include "file_id.h"
 #include "status.h"
 
 namespace pyperf {
 
-class CollapsedOutput {
+class ProfileOutput {
  public:
   using Clock = std::chrono::system_clock;
 
   // Writes to the file protocol at `path`, or to `stream` if `path` is empty.
-  // The stream is not owned.
-  explicit CollapsedOutput(std::string path, std::FILE* stream = stdout);
-  ~CollapsedOutput();
-  CollapsedOutput(const CollapsedOutput&) = delete;
-  CollapsedOutput& operator=(const CollapsedOutput&) = delete;
+  // The stream is not owned. `formats` is not empty, and has one format when
+  // writing to a stream.
+  explicit ProfileOutput(std::string path, std::FILE* stream = stdout,
+                         const std::vector<ProfileFormat>& formats = {ProfileFormat::kCollapsed});
+  ~ProfileOutput();
+  ProfileOutput(const ProfileOutput&) = delete;
+  ProfileOutput& operator=(const ProfileOutput&) = delete;
 
   // Begins the first interval at `interval_start` and, with a path, creates
   // (truncates) the transient file PATH.
@@ -59,10 +74,23 @@ class CollapsedOutput {
   // No allocation once the stack has been seen in this interval.
   void Add(const std::string& stack, uint64_t count = 1);
 
+  // The CPU time one sample stands for (DumpedProfile::sample_period_ns).
+  void set_sample_period_ns(uint64_t ns) { sample_period_ns_ = ns; }
+  // Whether some format names native frames' files: then call
+  // NoteNativeFrame for each native frame added.
+  bool wants_native_origins() const { return wants_native_origins_; }
+  // Records where a native frame (its text as spelled, without suffix) came
+  // from, if this interval has none for it yet: `file` is resolved to a path
+  // and build-id then, by the resolver.
+  void NoteNativeFrame(std::string_view text, const FileId& file, uint64_t elf_address);
+  using FileResolver = std::function<bool(const FileId&, std::string* path, std::string* build_id)>;
+  void set_file_resolver(FileResolver resolver) { file_resolver_ = std::move(resolver); }
+
   struct DumpInfo {
-    std::string file;      // the renamed file; empty when writing to a stream
-    uint64_t samples = 0;  // sum of the counts written
-    uint64_t lines = 0;    // distinct stacks written
+    std::string file;  // the first format's renamed file; empty when writing to a stream
+    std::vector<std::string> files;  // every renamed file, in format order
+    uint64_t samples = 0;            // sum of the counts written
+    uint64_t lines = 0;              // distinct stacks written
     // Set when the file was delivered but a fresh PATH could not be created
     // (the next Dump tries again): a problem to report, not a failed dump.
     std::string warning;
@@ -93,14 +121,16 @@ class CollapsedOutput {
 
   Status OpenTransient();
   Result<DumpInfo> DumpInterval(Clock::time_point now, bool reopen);
-  // Writes the lines to PATH (creating it if a failure left none) and closes
-  // it; an error if any write or the close failed.
-  Status WriteTransient(DumpInfo* info);
-  // Writes the aggregated lines to `out`; false (errno set) on a write error.
-  bool WriteLines(std::FILE* out, DumpInfo* info) const;
-  // Renames PATH to the first free name stamped at or after `centis`
-  // (centiseconds since the epoch) that sorts after the previous dump.
-  Result<std::string> RenameTransient(int64_t centis);
+  // The interval as the encoders see it.
+  DumpedProfile Collect(Clock::time_point now) const;
+  // Writes one format's file to PATH (creating it if a failure left none) and
+  // closes it; an error if any write or the close failed.
+  Status WriteTransient(ProfileEncoder* encoder, const DumpedProfile& profile);
+  // The first stamp at or after `centis` (centiseconds since the epoch) that
+  // sorts after the previous dump and under which no format's name exists.
+  int64_t FreeStamp(int64_t centis) const;
+  // Renames PATH to PATH.<stamp><extension>.
+  Result<std::string> RenameTransient(int64_t stamp, std::string_view extension);
   void Clear();
 
   std::string path_;
@@ -110,6 +140,13 @@ class CollapsedOutput {
   int64_t last_stamp_centis_ = -1;  // stamp of the last delivered file
   std::unordered_map<std::string, uint64_t> counts_;
   uint64_t pending_samples_ = 0;
+  std::vector<std::unique_ptr<ProfileEncoder>> encoders_;
+  bool wants_native_origins_ = false;
+  uint64_t sample_period_ns_ = 0;
+  // Native frame text -> its origin, for the encoders that ask.
+  std::unordered_map<std::string, NativeFrameOrigin> native_origins_;
+  FileResolver file_resolver_;
+  std::string note_key_;
 };
 
 }  // namespace pyperf

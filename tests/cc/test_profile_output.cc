@@ -1,6 +1,5 @@
 // Tests for the output protocol gProfiler reads: the transient PATH, the
 // time-stamped renames, aggregation, and errors as values.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,35 +10,22 @@
 #include <string>
 #include <vector>
 
-#include "CollapsedOutput.h"
+#include "ProfileOutput.h"
+#include "support/e2e.h"
 #include "support/test_support.h"
 
 namespace pyperf {
 namespace {
 
+using pyperf_test::DumpedFiles;
 using pyperf_test::FileExists;
 using pyperf_test::ReadFile;
 using pyperf_test::TempDir;
-using Clock = CollapsedOutput::Clock;
+using Clock = ProfileOutput::Clock;
 
 // 2024-03-05 06:07:08.09 UTC.
 Clock::time_point SomeTime() {
   return Clock::time_point(std::chrono::seconds(1709618828)) + std::chrono::milliseconds(90);
-}
-
-// Files in `dir` whose names start with `prefix`, sorted by name (as gProfiler
-// sorts them).
-std::vector<std::string> FilesWithPrefix(const std::string& dir, const std::string& prefix) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.rfind(prefix, 0) == 0) out.push_back(dir + "/" + name);
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // PATH.<16 digits>: YYYYmmddHHMMSS and two digits of centiseconds.
@@ -50,25 +36,25 @@ bool IsDumpName(const std::string& path, const std::string& name) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
-TEST(CollapsedOutput, TimestampIsUtcWithCentiseconds) {
-  EXPECT_EQ(CollapsedOutput::Timestamp(SomeTime()), "2024030506070809");
+TEST(ProfileOutput, TimestampIsUtcWithCentiseconds) {
+  EXPECT_EQ(ProfileOutput::Timestamp(SomeTime()), "2024030506070809");
 }
 
-TEST(CollapsedOutput, TransientFileExistsAfterStart) {
+TEST(ProfileOutput, TransientFileExistsAfterStart) {
   TempDir dir;
   std::string path = dir.File("pyperf.abcdefghijklmnop.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   EXPECT_FALSE(FileExists(path));
   ASSERT_TRUE(out.Start().ok());
   EXPECT_TRUE(FileExists(path));
   // Nothing that gProfiler's "PATH.*" glob would pick up yet.
-  EXPECT_TRUE(FilesWithPrefix(dir.path(), "pyperf.abcdefghijklmnop.col.").empty());
+  EXPECT_TRUE(DumpedFiles(dir.File("pyperf.abcdefghijklmnop.col")).empty());
 }
 
-TEST(CollapsedOutput, DumpRenamesToStartOfIntervalAndAggregates) {
+TEST(ProfileOutput, DumpRenamesToStartOfIntervalAndAggregates) {
   TempDir dir;
   std::string path = dir.File("pyperf.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.Add("python-10/10;a;b");
   out.Add("python-10/10;a;c", 2);
@@ -93,10 +79,10 @@ TEST(CollapsedOutput, DumpRenamesToStartOfIntervalAndAggregates) {
   EXPECT_EQ(out.pending_stacks(), 0u);
 }
 
-TEST(CollapsedOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
+TEST(ProfileOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
   TempDir dir;
   std::string path = dir.File("pyperf.x.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start().ok());
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) {
@@ -111,16 +97,16 @@ TEST(CollapsedOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(sorted, names);
   EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  EXPECT_EQ(FilesWithPrefix(dir.path(), "pyperf.x.col."), names);
+  EXPECT_EQ(DumpedFiles(dir.File("pyperf.x.col")), names);
   // Each holds only its own interval's samples.
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(ReadFile(names[i]), "stack" + std::to_string(i) + " " + std::to_string(i + 1) + "\n");
 }
 
-TEST(CollapsedOutput, SameStartTimeIsBumpedToSortAfter) {
+TEST(ProfileOutput, SameStartTimeIsBumpedToSortAfter) {
   TempDir dir;
   std::string path = dir.File("p.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   auto first = out.Dump(SomeTime());  // next interval starts at the same instant
   auto second = out.Dump(SomeTime());
@@ -129,10 +115,10 @@ TEST(CollapsedOutput, SameStartTimeIsBumpedToSortAfter) {
   EXPECT_EQ(second->file, path + ".2024030506070810");
 }
 
-TEST(CollapsedOutput, ClockGoingBackStillSortsAfter) {
+TEST(ProfileOutput, ClockGoingBackStillSortsAfter) {
   TempDir dir;
   std::string path = dir.File("p.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   auto first = out.Dump(SomeTime() - std::chrono::hours(1));
   auto second = out.Dump(SomeTime());
@@ -140,7 +126,7 @@ TEST(CollapsedOutput, ClockGoingBackStillSortsAfter) {
   EXPECT_LT(first->file, second->file);
 }
 
-TEST(CollapsedOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
+TEST(ProfileOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
   TempDir dir;
   std::string path = dir.File("p.col");
   std::string taken = path + ".2024030506070809";
@@ -148,7 +134,7 @@ TEST(CollapsedOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
   ASSERT_NE(f, nullptr);
   fputs("unread dump\n", f);
   fclose(f);
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.Add("s");
   auto dumped = out.Dump();
@@ -157,10 +143,10 @@ TEST(CollapsedOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
   EXPECT_EQ(ReadFile(taken), "unread dump\n");
 }
 
-TEST(CollapsedOutput, EmptyIntervalStillProducesAFile) {
+TEST(ProfileOutput, EmptyIntervalStillProducesAFile) {
   TempDir dir;
   std::string path = dir.File("p.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start().ok());
   auto dumped = out.Dump();
   ASSERT_TRUE(dumped.ok()) << dumped.error();
@@ -170,9 +156,9 @@ TEST(CollapsedOutput, EmptyIntervalStillProducesAFile) {
   EXPECT_EQ(dumped->lines, 0u);
 }
 
-TEST(CollapsedOutput, NewlineInAStackCannotSplitALine) {
+TEST(ProfileOutput, NewlineInAStackCannotSplitALine) {
   TempDir dir;
-  CollapsedOutput out(dir.File("p.col"));
+  ProfileOutput out(dir.File("p.col"));
   ASSERT_TRUE(out.Start().ok());
   out.Add("a;b\nc", 3);
   auto dumped = out.Dump();
@@ -180,12 +166,12 @@ TEST(CollapsedOutput, NewlineInAStackCannotSplitALine) {
   EXPECT_EQ(ReadFile(dumped->file), "a;b c 3\n");
 }
 
-TEST(CollapsedOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
+TEST(ProfileOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   TempDir parent;
   std::string dir = parent.File("out");
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   std::string path = dir + "/p.col";
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.Add("a", 2);
   ASSERT_EQ(unlink(path.c_str()), 0);
@@ -219,12 +205,12 @@ TEST(CollapsedOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
 // leaves no PATH.<stamp> file, so none is ever partial; a failed final dump
 // also removes PATH, which would otherwise tell a caller waiting for the next
 // PyPerf on this PATH that it is ready.
-TEST(CollapsedOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
+TEST(ProfileOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
   if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
   TempDir dir;
   std::string path = dir.File("p.col");
   ASSERT_EQ(symlink("/dev/full", path.c_str()), 0);
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.Add(std::string(10000, 'a'), 2);  // more than a stdio buffer: several writes
 
@@ -236,42 +222,44 @@ TEST(CollapsedOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
   EXPECT_NE(failed.error().find("its 2 samples are kept for the next dump"), std::string::npos)
       << failed.error();
   EXPECT_EQ(out.pending_samples(), 2u);
-  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col."), std::vector<std::string>{});
+  EXPECT_EQ(DumpedFiles(dir.File("p.col")), std::vector<std::string>{});
 
   out.Add("b");
   auto final_failed = out.FinalDump();
   ASSERT_FALSE(final_failed.ok());
   EXPECT_NE(final_failed.error().find("its 3 samples are lost"), std::string::npos)
       << final_failed.error();
-  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col"), std::vector<std::string>{});
+  EXPECT_FALSE(FileExists(dir.File("p.col")));
+  EXPECT_EQ(DumpedFiles(dir.File("p.col")), std::vector<std::string>{});
 }
 
-TEST(CollapsedOutput, FinalDumpLeavesNoTransientFile) {
+TEST(ProfileOutput, FinalDumpLeavesNoTransientFile) {
   TempDir dir;
   std::string path = dir.File("p.col");
-  CollapsedOutput out(path);
+  ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.Add("a", 2);
   auto dumped = out.FinalDump();
   ASSERT_TRUE(dumped.ok()) << dumped.error();
   EXPECT_EQ(ReadFile(dumped->file), "a 2\n");
-  EXPECT_EQ(FilesWithPrefix(dir.path(), "p.col"), std::vector<std::string>{dumped->file});
+  EXPECT_FALSE(FileExists(path));
+  EXPECT_EQ(DumpedFiles(path), std::vector<std::string>{dumped->file});
 }
 
-TEST(CollapsedOutput, StartFailsInMissingDirectory) {
+TEST(ProfileOutput, StartFailsInMissingDirectory) {
   TempDir dir;
-  CollapsedOutput out(dir.File("missing/p.col"));
+  ProfileOutput out(dir.File("missing/p.col"));
   Status s = out.Start();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("missing/p.col"), std::string::npos) << s.message();
 }
 
-TEST(CollapsedOutput, WithoutPathWritesToTheStream) {
+TEST(ProfileOutput, WithoutPathWritesToTheStream) {
   TempDir dir;
   std::string capture = dir.File("stdout");
   FILE* stream = fopen(capture.c_str(), "w");
   ASSERT_NE(stream, nullptr);
-  CollapsedOutput out("", stream);
+  ProfileOutput out("", stream);
   ASSERT_TRUE(out.Start().ok());
   out.Add("b;c", 4);
   out.Add("a");
@@ -286,16 +274,55 @@ TEST(CollapsedOutput, WithoutPathWritesToTheStream) {
   EXPECT_EQ(ReadFile(capture), "a 1\nb;c 4\na 1\n");
 }
 
-TEST(CollapsedOutput, StreamWriteErrorIsAStatus) {
+TEST(ProfileOutput, StreamWriteErrorIsAStatus) {
   FILE* full = fopen("/dev/full", "w");
   if (full == nullptr) GTEST_SKIP() << "no /dev/full";
-  CollapsedOutput out("", full);
+  ProfileOutput out("", full);
   ASSERT_TRUE(out.Start().ok());
   out.Add("a");
   auto dumped = out.Dump();
   EXPECT_FALSE(dumped.ok());
   EXPECT_NE(dumped.error().find("No space"), std::string::npos) << dumped.error();
   fclose(full);
+}
+
+// With several formats, each dump gives one complete file per format under
+// one stamp, in the order given; the collapsed one keeps gProfiler's name.
+TEST(ProfileOutput, SeveralFormatsShareOneStampAndKeepTheirExtensions) {
+  TempDir dir;
+  ProfileOutput out(dir.File("p"), stdout,
+                    {ProfileFormat::kCollapsed, ProfileFormat::kFlameGraph,
+                     ProfileFormat::kSpeedscope, ProfileFormat::kPprof});
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.set_sample_period_ns(1000000);
+  out.Add("python3-1/1;f_[p]", 4);
+  auto dumped = out.Dump(SomeTime() + std::chrono::seconds(1));
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  const std::string stamp = dir.File("p.2024030506070809");
+  EXPECT_EQ(dumped->file, stamp);
+  EXPECT_EQ(dumped->files,
+            (std::vector<std::string>{stamp, stamp + ".html", stamp + ".speedscope.json",
+                                      stamp + ".pb.gz"}));
+  EXPECT_EQ(dumped->samples, 4u);
+  EXPECT_EQ(ReadFile(stamp), "python3-1/1;f_[p] 4\n");
+  for (const auto& file : dumped->files) EXPECT_FALSE(ReadFile(file).empty()) << file;
+  EXPECT_TRUE(FileExists(dir.File("p")));  // the fresh transient file
+  EXPECT_EQ(DumpedFiles(dir.File("p")).size(), 4u);
+}
+
+TEST(ProfileOutput, TheStampIsOneNoFormatHasTaken) {
+  TempDir dir;
+  ProfileOutput out(dir.File("p"), stdout, {ProfileFormat::kCollapsed, ProfileFormat::kFlameGraph});
+  ASSERT_TRUE(out.Start(SomeTime()).ok());
+  out.Add("c-1/1;f_[p]", 1);
+  // A leftover page holds the stamp: both files move to the next one.
+  std::FILE* leftover = std::fopen(dir.File("p.2024030506070809.html").c_str(), "w");
+  ASSERT_NE(leftover, nullptr);
+  std::fclose(leftover);
+  auto dumped = out.Dump();
+  ASSERT_TRUE(dumped.ok()) << dumped.error();
+  EXPECT_EQ(dumped->files, (std::vector<std::string>{dir.File("p.2024030506070810"),
+                                                     dir.File("p.2024030506070810.html")}));
 }
 
 }  // namespace

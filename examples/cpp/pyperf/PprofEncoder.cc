@@ -1,0 +1,362 @@
+// PprofEncoder: see PprofEncoder.h. Builds the profile message from the
+// dump's stack texts (read back with ParseStackText and ParsePythonFrameText),
+// serializes it and writes it gzip'd with zlib.
+#include "PprofEncoder.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "FrameSpelling.h"
+#include "PythonFrameFormat.h"
+#include "profile.pb.h"
+#include "utf8.h"
+
+namespace pyperf {
+namespace {
+
+namespace pb = perftools::profiles;
+
+int64_t ClampToInt64(uint64_t value) {
+  return value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+             ? std::numeric_limits<int64_t>::max()
+             : static_cast<int64_t>(value);
+}
+
+int64_t SaturatingProduct(uint64_t a, uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return ClampToInt64(a * b);
+}
+
+// A function is known by its name, system name and file (string ids).
+struct FunctionKey {
+  int64_t name;
+  int64_t system_name;
+  int64_t filename;
+  bool operator==(const FunctionKey& other) const {
+    return name == other.name && system_name == other.system_name && filename == other.filename;
+  }
+};
+struct FunctionKeyHash {
+  size_t operator()(const FunctionKey& key) const {
+    uint64_t h = static_cast<uint64_t>(key.name) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<uint64_t>(key.system_name) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+    h ^= static_cast<uint64_t>(key.filename) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h);
+  }
+};
+
+// Builds one dump's profile. Every string_view it keeps points into the
+// DumpedProfile (its stack texts and origins) or into owned_, which outlive
+// the builder's use.
+class ProfileBuilder {
+ public:
+  explicit ProfileBuilder(const DumpedProfile& dumped) : dumped_(dumped) {
+    String("");  // index 0 is "", as the format requires
+    AddValueType(profile_.add_sample_type(), "samples", "count");
+    AddValueType(profile_.add_sample_type(), "cpu", "nanoseconds");
+    AddValueType(profile_.mutable_period_type(), "cpu", "nanoseconds");
+    profile_.set_period(ClampToInt64(dumped.sample_period_ns));
+    auto since_epoch = [](std::chrono::system_clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    const int64_t start = since_epoch(dumped.start);
+    const int64_t end = since_epoch(dumped.end);
+    profile_.set_time_nanos(start);
+    profile_.set_duration_nanos(end > start ? end - start : 0);
+    pid_key_ = String("pid");
+    tid_key_ = String("tid");
+    comm_key_ = String("comm");
+  }
+
+  void AddStack(std::string_view stack, uint64_t count) {
+    if (!ParseStackText(stack, &head_, &frames_)) {
+      unparsable_count_ += count;
+      return;
+    }
+    pb::Sample* sample = profile_.add_sample();
+    AddValues(sample, count);
+    auto* ids = sample->mutable_location_id();
+    if (frames_.empty()) {
+      ids->Add(Location(SpelledFrame{FrameKind::kMarker, kNoFrames}));
+    } else {
+      ids->Reserve(static_cast<int>(frames_.size()));
+      // pprof wants the leaf first; the stack text is root first.
+      for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) ids->Add(Location(*it));
+    }
+    CountMappingSamples(*ids, count);
+    pb::Label* label = sample->add_label();
+    label->set_key(pid_key_);
+    label->set_num(head_.pid);
+    label = sample->add_label();
+    label->set_key(tid_key_);
+    label->set_num(head_.tid);
+    label = sample->add_label();
+    label->set_key(comm_key_);
+    label->set_str(String(head_.comm));
+  }
+
+  // Adds the sample of the stacks that could not be read back, if any, and
+  // puts the mappings in order.
+  pb::Profile& Finish() {
+    if (unparsable_count_ != 0) {
+      pb::Sample* sample = profile_.add_sample();
+      AddValues(sample, unparsable_count_);
+      sample->add_location_id(Location(SpelledFrame{FrameKind::kMarker, kUnparseableStack}));
+      unparsable_count_ = 0;
+    }
+    OrderMappings();
+    return profile_;
+  }
+
+ private:
+  static void AddValueType(pb::ValueType* type, int64_t type_id, int64_t unit_id) {
+    type->set_type(type_id);
+    type->set_unit(unit_id);
+  }
+  void AddValueType(pb::ValueType* type, std::string_view name, std::string_view unit) {
+    AddValueType(type, String(name), String(unit));
+  }
+
+  void AddValues(pb::Sample* sample, uint64_t count) {
+    sample->add_value(ClampToInt64(count));
+    sample->add_value(SaturatingProduct(count, dumped_.sample_period_ns));
+  }
+
+  // The string table index of `text`, made strict UTF-8 if it is not.
+  int64_t String(std::string_view text) {
+    auto it = strings_.find(text);
+    if (it != strings_.end()) return it->second;
+    const int64_t id = profile_.string_table_size();
+    if (IsPrintableUtf8(text) || text.empty()) {
+      profile_.add_string_table(text.data(), text.size());
+    } else {
+      std::string sanitized;
+      AppendSanitizedUtf8(text, &sanitized);
+      profile_.add_string_table(std::move(sanitized));
+    }
+    strings_.emplace(text, id);
+    return id;
+  }
+
+  uint64_t Function(std::string_view name, bool with_system_name, std::string_view filename) {
+    const int64_t name_id = String(name.empty() ? kPprofUnnamedFrame : name);
+    // "<unknown>" is ours, not the system's (and pprof would simplify it away).
+    with_system_name = with_system_name && !name.empty();
+    const FunctionKey key{name_id, with_system_name ? name_id : 0, String(filename)};
+    auto it = functions_.find(key);
+    if (it != functions_.end()) return it->second;
+    pb::Function* function = profile_.add_function();
+    const uint64_t id = static_cast<uint64_t>(profile_.function_size());
+    function->set_id(id);
+    function->set_name(key.name);
+    function->set_system_name(key.system_name);
+    function->set_filename(key.filename);
+    functions_.emplace(key, id);
+    return id;
+  }
+
+  uint64_t Mapping(std::string_view path, std::string_view build_id) {
+    const std::pair<int64_t, int64_t> key{String(path), String(build_id)};
+    auto it = mappings_.find(key);
+    if (it != mappings_.end()) return it->second;
+    pb::Mapping* mapping = profile_.add_mapping();
+    const uint64_t id = static_cast<uint64_t>(profile_.mapping_size());
+    mapping->set_id(id);
+    mapping->set_filename(key.first);
+    mapping->set_build_id(key.second);
+    mapping->set_has_functions(true);
+    mappings_.emplace(key, id);
+    return id;
+  }
+
+  // Samples under each mapping (a sample counts once per mapping it touches).
+  void CountMappingSamples(const google::protobuf::RepeatedField<uint64_t>& location_ids,
+                           uint64_t count) {
+    seen_mappings_.clear();
+    for (uint64_t id : location_ids) {
+      const uint64_t mapping = profile_.location(static_cast<int>(id - 1)).mapping_id();
+      if (mapping == 0 ||
+          std::find(seen_mappings_.begin(), seen_mappings_.end(), mapping) != seen_mappings_.end())
+        continue;
+      seen_mappings_.push_back(mapping);
+      if (mapping_samples_.size() < mapping) mapping_samples_.resize(mapping);
+      mapping_samples_[mapping - 1] += count;
+    }
+  }
+
+  // pprof takes the first mapping for the main binary (its "File:" line):
+  // mappings go by samples, most first, so that is the interpreter (whose
+  // eval loop is under every Python stack), and the kernel's go last.
+  void OrderMappings() {
+    const int n = profile_.mapping_size();
+    if (n < 2) return;
+    mapping_samples_.resize(static_cast<size_t>(n));
+    std::vector<uint64_t> order(static_cast<size_t>(n));  // old ids, in their new order
+    for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<uint64_t>(i) + 1;
+    auto is_kernel = [&](uint64_t id) { return id == kernel_mapping_; };
+    std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+      if (is_kernel(a) != is_kernel(b)) return is_kernel(b);
+      return mapping_samples_[a - 1] > mapping_samples_[b - 1];
+    });
+    std::vector<uint64_t> new_id(static_cast<size_t>(n) + 1);
+    for (size_t i = 0; i < order.size(); ++i) new_id[order[i]] = i + 1;
+    google::protobuf::RepeatedPtrField<pb::Mapping> reordered;
+    for (uint64_t old : order) {
+      pb::Mapping* m = reordered.Add();
+      m->Swap(profile_.mutable_mapping(static_cast<int>(old - 1)));
+      m->set_id(new_id[old]);
+    }
+    profile_.mutable_mapping()->Swap(&reordered);
+    for (pb::Location& location : *profile_.mutable_location()) {
+      if (location.mapping_id() != 0) location.set_mapping_id(new_id[location.mapping_id()]);
+    }
+  }
+
+  uint64_t Location(const SpelledFrame& frame) {
+    auto& known = locations_[static_cast<size_t>(frame.kind)];
+    auto it = known.find(frame.text);
+    if (it != known.end()) return it->second;
+
+    pb::Location* location = profile_.add_location();
+    const uint64_t id = static_cast<uint64_t>(profile_.location_size());
+    location->set_id(id);
+    pb::Line* line = location->add_line();
+    switch (frame.kind) {
+      case FrameKind::kPython: {
+        PythonFrameParts parts;
+        if (ParsePythonFrameText(frame.text, &parts)) {
+          line->set_function_id(Function(parts.name, true, parts.file));
+          line->set_line(parts.line);
+        } else {
+          line->set_function_id(Function(frame.text, true, ""));
+        }
+        break;
+      }
+      case FrameKind::kNative: {
+        line->set_function_id(Function(frame.text, true, ""));
+        if (dumped_.native_origins != nullptr) {
+          origin_key_.assign(frame.text.data(), frame.text.size());
+          auto origin = dumped_.native_origins->find(origin_key_);
+          if (origin != dumped_.native_origins->end() && !origin->second.path.empty()) {
+            location->set_mapping_id(Mapping(origin->second.path, origin->second.build_id));
+            location->set_address(origin->second.elf_address);
+          }
+        }
+        break;
+      }
+      case FrameKind::kKernel:
+        line->set_function_id(Function(frame.text, true, ""));
+        kernel_mapping_ = Mapping(kPprofKernelMapping, "");
+        location->set_mapping_id(kernel_mapping_);
+        break;
+      case FrameKind::kMarker:
+        line->set_function_id(Function(frame.text, false, ""));
+        break;
+    }
+    known.emplace(frame.text, id);
+    return id;
+  }
+
+  const DumpedProfile& dumped_;
+  pb::Profile profile_;
+  std::unordered_map<std::string_view, int64_t> strings_;
+  std::unordered_map<FunctionKey, uint64_t, FunctionKeyHash> functions_;
+  struct PairHash {
+    size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+      return static_cast<size_t>(static_cast<uint64_t>(p.first) * 0x9E3779B97F4A7C15ull ^
+                                 static_cast<uint64_t>(p.second));
+    }
+  };
+  std::unordered_map<std::pair<int64_t, int64_t>, uint64_t, PairHash> mappings_;
+  // Per frame kind: frame text -> location id.
+  std::unordered_map<std::string_view, uint64_t> locations_[4];
+  int64_t pid_key_ = 0, tid_key_ = 0, comm_key_ = 0;
+  uint64_t unparsable_count_ = 0;
+  uint64_t kernel_mapping_ = 0;            // its id, 0 if none
+  std::vector<uint64_t> mapping_samples_;  // by mapping id - 1
+  std::vector<uint64_t> seen_mappings_;    // scratch: one sample's mappings
+  StackHead head_;
+  std::vector<SpelledFrame> frames_;
+  std::string origin_key_;
+};
+
+// Writes `data` gzip'd (zlib's gzip wrapper) to `out`.
+bool WriteGzip(const std::string& data, std::FILE* out) {
+  z_stream stream;
+  std::memset(&stream, 0, sizeof(stream));
+  // Fastest level: the dump is written from the sampling thread; windowBits
+  // 15 + 16 asks for the gzip header and trailer.
+  if (deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    errno = ENOMEM;
+    return false;
+  }
+  std::vector<unsigned char> buffer(64 * 1024);
+  size_t offset = 0;
+  bool ok = true;
+  int status = Z_OK;
+  while (ok && status != Z_STREAM_END) {
+    // avail_in is 32 bits: feed at most 1 GiB at a time.
+    const size_t chunk = std::min<size_t>(data.size() - offset, size_t{1} << 30);
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + offset));
+    stream.avail_in = static_cast<uInt>(chunk);
+    const bool last = offset + chunk == data.size();
+    do {
+      stream.next_out = buffer.data();
+      stream.avail_out = static_cast<uInt>(buffer.size());
+      status = deflate(&stream, last ? Z_FINISH : Z_NO_FLUSH);
+      if (status == Z_STREAM_ERROR) {
+        errno = EIO;
+        ok = false;
+        break;
+      }
+      const size_t produced = buffer.size() - stream.avail_out;
+      if (produced != 0 && std::fwrite(buffer.data(), 1, produced, out) != produced) {
+        ok = false;  // errno set by the write
+        break;
+      }
+    } while (stream.avail_out == 0);
+    offset += chunk - stream.avail_in;
+  }
+  deflateEnd(&stream);
+  return ok;
+}
+
+class PprofEncoder final : public ProfileEncoder {
+ public:
+  ProfileFormat format() const override { return ProfileFormat::kPprof; }
+  bool wants_native_origins() const override { return true; }
+  bool Write(const DumpedProfile& dumped, std::FILE* out) override {
+    try {
+      std::string serialized;
+      {
+        ProfileBuilder builder(dumped);
+        for (const auto& [stack, count] : dumped.stacks) builder.AddStack(stack, count);
+        if (!builder.Finish().SerializeToString(&serialized)) {
+          errno = EFBIG;  // over protobuf's 2 GiB limit
+          return false;
+        }
+      }  // the message is freed before the file is compressed
+      return WriteGzip(serialized, out);
+    } catch (const std::bad_alloc&) {
+      errno = ENOMEM;
+      return false;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ProfileEncoder> MakePprofEncoder() { return std::make_unique<PprofEncoder>(); }
+
+}  // namespace pyperf

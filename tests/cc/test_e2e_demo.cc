@@ -1,0 +1,108 @@
+// The README's profile command, scripts/profile-demo.sh, run as a newcomer
+// runs it (for 4 s instead of 10): it exits 0, prints the hottest stacks of
+// the demo workload and the path of the flame graph page of the same run, and
+// that page works in headless chromium: it holds the run's collapsed samples,
+// the demo's hottest Python frame shows its share, zooms and is found by a
+// search. Its screenshot (build/flamegraph-demo.png) is the README's
+// (docs/flamegraph.png).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "FrameSpelling.h"
+#include "support/collapsed.h"
+#include "support/flamegraph_page.h"
+#include "support/test_support.h"
+
+namespace pyperf_test {
+namespace {
+
+constexpr char kFlameGraphLine[] = "demo: flame graph (open it in a browser; it works offline): ";
+constexpr char kCollapsedLine[] = "demo: collapsed stacks written to ";
+
+std::string AfterPrefix(const std::string& text, const std::string& prefix) {
+  for (const auto& line : SplitLines(text))
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  return "";
+}
+
+TEST(Demo, TheProfileCommandWritesAFlameGraphThatWorksInChromium) {
+  PYPERF_REQUIRE_BPF();
+  if (auto why = FlameGraphConsumerUnavailable()) PYPERF_SKIP_OR_FAIL(*why);
+  ChildProcess::Options options;
+  options.env["PYPERF_BUILD_DIR"] = PYPERF_BUILD_DIR;
+  CommandResult demo =
+      RunCommand({"bash", std::string(PYPERF_SOURCE_DIR) + "/scripts/profile-demo.sh", "4"},
+                 std::chrono::minutes(5), options);
+  ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
+  const std::string collapsed_file = AfterPrefix(demo.out, kCollapsedLine);
+  const std::string page_file = AfterPrefix(demo.out, kFlameGraphLine);
+  ASSERT_FALSE(collapsed_file.empty()) << demo.out;
+  EXPECT_EQ(page_file, collapsed_file + ".html") << demo.out;
+  // The demo's output directory is the user's to keep; the test removes it.
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      if (dir.rfind("/tmp/pyperf-demo-", 0) == 0) RunCommand({"rm", "-rf", dir});
+    }
+  } cleanup{collapsed_file.substr(0, collapsed_file.rfind('/'))};
+  EXPECT_NE(demo.out.find("demo: hottest stacks"), std::string::npos) << demo.out;
+
+  std::map<std::string, uint64_t> stacks;
+  uint64_t total = 0;
+  for (const auto& line : ParseCollapsed(ReadFile(collapsed_file)).lines) {
+    stacks[line.text.substr(0, line.text.rfind(' '))] += line.count;
+    total += line.count;
+  }
+  ASSERT_GT(total, 0u) << collapsed_file;
+  // checksum_worker, the demo's busiest thread's function (hashlib under it).
+  std::string hot;
+  for (const auto& [stack, count] : stacks) {
+    pyperf::StackHead head;
+    std::vector<pyperf::SpelledFrame> frames;
+    ASSERT_TRUE(pyperf::ParseStackText(stack, &head, &frames)) << stack;
+    for (const auto& f : frames)
+      if (f.kind == pyperf::FrameKind::kPython && f.text.find(".checksum_worker (") != f.text.npos)
+        hot = std::string(f.text);
+  }
+  ASSERT_FALSE(hot.empty()) << "checksum_worker, the demo's busiest thread, has no samples";
+  const std::string hot_spelled = hot + std::string(pyperf::kPythonSuffix);
+  // The thread that runs it: its path from the root down to the frame.
+  std::vector<std::string> path;
+  std::string prefix;
+  for (const auto& [stack, count] : stacks) {
+    size_t at = stack.find(";" + hot_spelled);
+    if (at == std::string::npos) continue;
+    prefix = stack.substr(0, at + 1 + hot_spelled.size());
+    pyperf::StackHead head;
+    std::vector<pyperf::SpelledFrame> frames;
+    ASSERT_TRUE(pyperf::ParseStackText(prefix, &head, &frames));
+    path = {std::string(head.comm) + "-" + std::to_string(head.pid), std::to_string(head.tid)};
+    for (const auto& f : frames)
+      path.push_back(std::string(f.text) + std::string(pyperf::FrameSuffix(f.kind)));
+    break;
+  }
+  uint64_t expected = 0;
+  for (const auto& [stack, count] : stacks)
+    if (stack == prefix || stack.rfind(prefix + ";", 0) == 0) expected += count;
+
+  const std::string screenshot = std::string(PYPERF_BUILD_DIR) + "/flamegraph-demo.png";
+  FlameGraphPageResult page = CheckFlameGraphPage(page_file, path, "checksum", screenshot);
+  ASSERT_EQ(page.error, "");
+  EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.collapsed, stacks);
+  EXPECT_TRUE(page.found) << prefix;
+  EXPECT_EQ(page.samples, expected) << prefix;
+  EXPECT_NEAR(page.percent, 100.0 * expected / total, 0.05);
+  EXPECT_TRUE(page.zoomed);
+  EXPECT_GE(page.search_matches, 1u);
+  std::cout << "[ demo ] " << total << " samples; " << hot_spelled << ": " << page.samples
+            << " samples, " << page.percent << "% in the page; screenshot " << screenshot
+            << std::endl;
+}
+
+}  // namespace
+}  // namespace pyperf_test
