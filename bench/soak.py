@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from startup_time import terminate  # bench/ is on sys.path when a script in it runs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORKLOADS = os.path.join(ROOT, "tests", "cc", "workloads")
@@ -161,12 +163,7 @@ def main():
         for child in children:
             child.kill()
             child.wait()
-        pyperf.send_signal(signal.SIGTERM)
-        try:
-            pyperf.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pyperf.kill()
-            pyperf.wait()
+        terminate(pyperf, 60)
     growth = 100.0 * (rss[-1] - rss[0]) / rss[0]
     print("soak: RSS after minute 1 %d KiB, at the end %d KiB (%+.1f%%); PyPerf exit %s; "
           "load %.2f at the end" % (rss[0], rss[-1], growth, pyperf.returncode,

@@ -78,6 +78,19 @@ def start_busy(n):
             for _ in range(n)]
 
 
+def terminate(process, timeout):
+    """SIGTERM, and SIGKILL if it has not exited `timeout` seconds later;
+    reaped either way (communicate(), so that a full pipe cannot stall it)."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+
+
 def stop_all(processes):
     for p in processes:
         if p.poll() is None:
@@ -124,13 +137,7 @@ def run_once(pyperf, offsets, verbose):
                     waited = sched_seconds(proc.pid)[1]
     finally:
         sel.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+        terminate(proc, 30)
         for name in os.listdir(out_dir):
             os.unlink(os.path.join(out_dir, name))
         os.rmdir(out_dir)

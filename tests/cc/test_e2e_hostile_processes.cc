@@ -30,10 +30,9 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kPyPerfTimeout = seconds(90);
-
-std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, int frequency, int duration) {
-  std::vector<std::string> args = {"-F", std::to_string(frequency), "-d", std::to_string(duration)};
+// PyPerf over `pids` until signalled (see ProfileUntilEachRan).
+std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, int frequency) {
+  std::vector<std::string> args = {"-F", std::to_string(frequency)};
   for (pid_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
   return args;
 }
@@ -103,8 +102,8 @@ TEST(CorruptFrameChains, AreCutWhereTheyGoWrongAndMarkedNeverShownWrong) {
       targets.push_back({python->name + " " + corruption.mode, &corruption, std::move(process)});
     }
   }
-  auto pyperf = StartPyPerf(ProfileArgs(pids, 49, 3));
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf over corrupt frame chains", kPyPerfTimeout);
+  PyPerfRun run = ProfileUntilEachRan(ProfileArgs(pids, 49), pids, milliseconds(300),
+                                      "PyPerf over corrupt frame chains");
   for (const auto& target : targets) {
     SCOPED_TRACE(target.what);
     EXPECT_TRUE(target.process->Running()) << "the workload died";
@@ -139,8 +138,8 @@ TEST(DeepRecursion, TenThousandFramesShowTheInnermost128Marked) {
     pids.push_back(process->pid());
     processes.push_back(std::move(process));
   }
-  auto pyperf = StartPyPerf(ProfileArgs(pids, 99, 3));
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf over deep recursions", kPyPerfTimeout);
+  PyPerfRun run = ProfileUntilEachRan(ProfileArgs(pids, 99), pids, milliseconds(1000),
+                                      "PyPerf over deep recursions");
   for (const auto& process : processes) {
     SCOPED_TRACE("pid " + std::to_string(process->pid()));
     // The recursing thread is the one busy thread; the main thread waits in join().
@@ -181,8 +180,8 @@ TEST_P(ManyThreadsTest, ThreadsAreFoundOrMarked) {
   auto workload =
       StartWorkload(*python, "many_threads.py", {}, {{"THREADS", std::to_string(threads)}});
   ASSERT_NE(workload, nullptr);
-  auto pyperf = StartPyPerf(ProfileArgs({workload->pid()}, 99, 3));
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf", kPyPerfTimeout);
+  PyPerfRun run = ProfileUntilEachRan(ProfileArgs({workload->pid()}, 99), {workload->pid()},
+                                      milliseconds(1000), "PyPerf over many threads");
   auto lines = run.profile.OfPid(workload->pid());
   ASSERT_FALSE(lines.empty());
   const std::string marker = pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE);
@@ -225,8 +224,8 @@ TEST(ThreadChurn, AThreadNeverShowsAnExitedThreadsFrames) {
   if (!python) PYPERF_SKIP_OR_FAIL("no interpreter 3.11");
   auto workload = StartWorkload(*python, "thread_churn.py");
   ASSERT_NE(workload, nullptr);
-  auto pyperf = StartPyPerf(ProfileArgs({workload->pid()}, 199, 4));
-  PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf over thread churn", kPyPerfTimeout);
+  PyPerfRun run = ProfileUntilEachRan(ProfileArgs({workload->pid()}, 199), {workload->pid()},
+                                      milliseconds(2000), "PyPerf over thread churn");
   uint64_t even = 0, odd = 0;
   std::vector<pid_t> tids;
   for (const auto& line : run.profile.OfPid(workload->pid())) {

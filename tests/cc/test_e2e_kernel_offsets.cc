@@ -37,8 +37,6 @@ using std::chrono::seconds;
 
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 2;  // cases 1 and 3
-// PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
-constexpr auto kPyPerfTimeout = seconds(90);
 
 std::vector<std::string> ProfileArgs(pid_t pid, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"-F", std::to_string(kFrequencyHz),
@@ -81,28 +79,40 @@ pyperf::KernelOffsets BtfOffsets() {
   return offsets.ok() ? *offsets : pyperf::KernelOffsets{};
 }
 
+// Every case reads BTF's offsets and profiles a workload on AnyInterpreter().
+class KernelOffsetFlags : public ::testing::Test {
+ protected:
+  // Reads BTF's offsets (btf_) and starts `script` on `python` (workload_, pid_).
+  void Start(const Interpreter& python, const std::string& script) {
+    btf_ = BtfOffsets();
+    ASSERT_NE(btf_.fs_base, 0u);
+    workload_ = StartWorkload(python, script);
+    ASSERT_NE(workload_, nullptr);
+    pid_ = workload_->pid();
+  }
+
+  pyperf::KernelOffsets btf_;
+  std::unique_ptr<ChildProcess> workload_;
+  pid_t pid_ = -1;
+};
+
 // Case 1: BTF's values given as flags pass silently, and every sample of a
 // pure-Python single-threaded process finds its thread state.
-TEST(KernelOffsetFlags, RightFlagsAreUsedWithoutAWord) {
+TEST_F(KernelOffsetFlags, RightFlagsAreUsedWithoutAWord) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
-  pyperf::KernelOffsets btf = BtfOffsets();
-  ASSERT_NE(btf.fs_base, 0u);
-  auto workload = StartWorkload(*python, "native_busy_loop.py");
-  ASSERT_NE(workload, nullptr);
-  const pid_t pid = workload->pid();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
+  ASSERT_NO_FATAL_FAILURE(Start(*python, "native_busy_loop.py"));
 
-  auto pyperf = StartPyPerf(ProfileArgs(pid, OffsetFlags(btf.fs_base, btf.stack)));
+  auto pyperf = StartPyPerf(ProfileArgs(pid_, OffsetFlags(btf_.fs_base, btf_.stack)));
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf with BTF's values as flags", kPyPerfTimeout);
   EXPECT_TRUE(LinesContaining(run.stderr_text, "warning").empty()) << run.stderr_text;
-  auto lines = run.profile.OfPid(pid);
+  auto lines = run.profile.OfPid(pid_);
   uint64_t total = SumCounts(lines);
   std::vector<CollapsedLine> without;
   uint64_t python_samples = SamplesWhere(lines, HasPythonFrame);
   SamplesWhere(
       lines, [](const CollapsedLine& l) { return !HasPythonFrame(l); }, &without);
-  EXPECT_GT(total, 0u) << "no samples of pid " << pid;
+  EXPECT_GT(total, 0u) << "no samples of pid " << pid_;
   // `while 1: pass` at module level: the <module> frame is in every sample.
   EXPECT_EQ(python_samples, total) << "samples without Python frames:" << Excerpt(without);
   // A single Python thread that holds its thread state from before "ready"
@@ -119,15 +129,10 @@ TEST(KernelOffsetFlags, RightFlagsAreUsedWithoutAWord) {
 // right, and named native frames under its kernel frames (the user registers
 // come from task->stack there) show the stack offset is. PyPerf runs until
 // the workload has had two CPU seconds, however busy the machine.
-TEST(KernelOffsetFlags, WrongFlagsGiveWayToBtfWithOneWarning) {
+TEST_F(KernelOffsetFlags, WrongFlagsGiveWayToBtfWithOneWarning) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
-  pyperf::KernelOffsets btf = BtfOffsets();
-  ASSERT_NE(btf.fs_base, 0u);
-  auto workload = StartWorkload(*python, "native_read_loop.py");
-  ASSERT_NE(workload, nullptr);
-  const pid_t pid = workload->pid();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
+  ASSERT_NO_FATAL_FAILURE(Start(*python, "native_read_loop.py"));
 
   // Each flag set to the other's value: a user-space fs_base is not a
   // task->stack a kernel one.
@@ -137,10 +142,10 @@ TEST(KernelOffsetFlags, WrongFlagsGiveWayToBtfWithOneWarning) {
     std::unique_ptr<ChildProcess> pyperf;
   };
   std::vector<Case> cases;
-  cases.push_back({"wrong --fs-offset", btf.stack, btf.stack, nullptr});
-  cases.push_back({"wrong --stack-offset", btf.fs_base, btf.fs_base, nullptr});
+  cases.push_back({"wrong --fs-offset", btf_.stack, btf_.stack, nullptr});
+  cases.push_back({"wrong --stack-offset", btf_.fs_base, btf_.fs_base, nullptr});
   const std::vector<std::string> no_duration = {"-F", std::to_string(kFrequencyHz), "-p",
-                                                std::to_string(pid)};
+                                                std::to_string(pid_)};
   for (auto& c : cases) {
     auto args = no_duration;
     for (const auto& flag : OffsetFlags(c.fs, c.stack)) args.push_back(flag);
@@ -149,7 +154,7 @@ TEST(KernelOffsetFlags, WrongFlagsGiveWayToBtfWithOneWarning) {
   for (auto& c : cases)
     ASSERT_TRUE(WaitForStderr(*c.pyperf, "Ready to profile", kPyPerfTimeout))
         << c.what << ": " << c.pyperf->Stderr();
-  EXPECT_TRUE(WaitForCpu(pid, seconds(2))) << "the workload did not run";
+  EXPECT_TRUE(WaitForCpu(pid_, seconds(2))) << "the workload did not run";
   for (auto& c : cases) c.pyperf->Signal(SIGTERM);
 
   for (auto& c : cases) {
@@ -162,11 +167,11 @@ TEST(KernelOffsetFlags, WrongFlagsGiveWayToBtfWithOneWarning) {
     const std::string named = "--fs-offset " + std::to_string(c.fs) + " / --stack-offset " +
                               std::to_string(c.stack) + " fail the check";
     EXPECT_NE(w.find(named), std::string::npos) << w;
-    const std::string used = "using BTF's values fs " + std::to_string(btf.fs_base) + ", stack " +
-                             std::to_string(btf.stack);
+    const std::string used = "using BTF's values fs " + std::to_string(btf_.fs_base) + ", stack " +
+                             std::to_string(btf_.stack);
     EXPECT_NE(w.find(used), std::string::npos) << w;
 
-    auto lines = run.profile.OfPid(pid);
+    auto lines = run.profile.OfPid(pid_);
     // Module level: the <module> frame is in every sample the fs offset finds.
     ExpectShareOfSamples(
         lines,
@@ -215,36 +220,31 @@ CommandResult RunPyPerfWithoutBtf(const std::vector<std::string>& args, const Te
 // Case 3: BTF unavailable. Wrong flags: nothing passes, one error line naming
 // the flags, exit 1; no flags: one error line naming them as the way out;
 // right flags: they pass and are used.
-TEST(KernelOffsetFlags, WithoutBtfWrongFlagsAreOneErrorLine) {
+TEST_F(KernelOffsetFlags, WithoutBtfWrongFlagsAreOneErrorLine) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
   if (geteuid() != 0) PYPERF_SKIP_OR_FAIL("needs root for a private mount namespace");
   if (FindInPath("unshare").empty()) PYPERF_SKIP_OR_FAIL("unshare is not installed");
-  pyperf::KernelOffsets btf = BtfOffsets();
-  ASSERT_NE(btf.fs_base, 0u);
-  auto workload = StartWorkload(*python, "native_busy_loop.py");
-  ASSERT_NE(workload, nullptr);
-  const pid_t pid = workload->pid();
+  ASSERT_NO_FATAL_FAILURE(Start(*python, "native_busy_loop.py"));
   TempDir dir;
 
   {
     SCOPED_TRACE("wrong flags, no BTF");
     CommandResult wrong =
-        RunPyPerfWithoutBtf(ProfileArgs(pid, OffsetFlags(btf.stack, btf.fs_base)), dir);
+        RunPyPerfWithoutBtf(ProfileArgs(pid_, OffsetFlags(btf_.stack, btf_.fs_base)), dir);
     EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
     auto lines = SplitLines(wrong.err);
     ASSERT_EQ(lines.size(), 1u) << wrong.err;
     EXPECT_EQ(lines[0].rfind("PyPerf: error: ", 0), 0u) << lines[0];
-    const std::string named = "--fs-offset " + std::to_string(btf.stack) + " / --stack-offset " +
-                              std::to_string(btf.fs_base) + " fail the check";
+    const std::string named = "--fs-offset " + std::to_string(btf_.stack) + " / --stack-offset " +
+                              std::to_string(btf_.fs_base) + " fail the check";
     EXPECT_NE(lines[0].find(named), std::string::npos) << lines[0];
     EXPECT_NE(lines[0].find("/sys/kernel/btf/vmlinux"), std::string::npos) << lines[0];
     EXPECT_TRUE(wrong.out.empty()) << wrong.out;
   }
   {
     SCOPED_TRACE("no flags, no BTF");
-    CommandResult none = RunPyPerfWithoutBtf(ProfileArgs(pid), dir);
+    CommandResult none = RunPyPerfWithoutBtf(ProfileArgs(pid_), dir);
     EXPECT_EQ(none.exit_code, 1) << none.err;
     auto lines = SplitLines(none.err);
     ASSERT_EQ(lines.size(), 1u) << none.err;
@@ -255,13 +255,13 @@ TEST(KernelOffsetFlags, WithoutBtfWrongFlagsAreOneErrorLine) {
   {
     SCOPED_TRACE("right flags, no BTF");
     CommandResult right =
-        RunPyPerfWithoutBtf(ProfileArgs(pid, OffsetFlags(btf.fs_base, btf.stack)), dir);
+        RunPyPerfWithoutBtf(ProfileArgs(pid_, OffsetFlags(btf_.fs_base, btf_.stack)), dir);
     EXPECT_EQ(right.exit_code, 0) << right.err;
     EXPECT_TRUE(LinesContaining(right.err, "warning").empty()) << right.err;
     EXPECT_TRUE(LinesContaining(right.err, "PyPerf: error").empty()) << right.err;
     CollapsedProfile profile = ParseCollapsed(right.out);
-    EXPECT_GT(SamplesWhere(profile.OfPid(pid), HasPythonFrame), 0u)
-        << "no Python frames:" << Excerpt(profile.OfPid(pid));
+    EXPECT_GT(SamplesWhere(profile.OfPid(pid_), HasPythonFrame), 0u)
+        << "no Python frames:" << Excerpt(profile.OfPid(pid_));
   }
 }
 

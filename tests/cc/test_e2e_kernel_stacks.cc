@@ -85,8 +85,7 @@ struct Dump {
 
 TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   TempDir dir;
   auto workload = StartWorkload(*python, "kernel_stacks.py", {dir.path()});
   ASSERT_NE(workload, nullptr);

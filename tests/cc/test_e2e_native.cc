@@ -37,6 +37,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -50,8 +52,6 @@ using std::chrono::seconds;
 
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 3;
-// PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
-constexpr auto kPyPerfTimeout = seconds(90);
 
 constexpr char kDebianPython[] = "/usr/bin/python3.11";
 // A native frame as PyPerf spells it.
@@ -80,6 +80,19 @@ std::unique_ptr<ChildProcess> StartPyPerfOn(const std::vector<pid_t>& pids,
   for (pid_t pid : pids) args.insert(args.end(), {"-p", std::to_string(pid)});
   args.insert(args.end(), extra.begin(), extra.end());
   return StartPyPerf(args);
+}
+
+// Two PyPerfs side by side over `pids` (one BPF load's wait, not two): plain,
+// and with the `extra` options; what each wrote.
+std::pair<PyPerfRun, PyPerfRun> ProfileSideBySide(const std::vector<pid_t>& pids,
+                                                  const std::vector<std::string>& extra) {
+  auto plain = StartPyPerfOn(pids);
+  auto other = StartPyPerfOn(pids, extra);
+  std::string other_name = "PyPerf";
+  for (const auto& option : extra) other_name += " " + option;
+  PyPerfRun plain_run = FinishPyPerf(*plain, "PyPerf", kPyPerfTimeout);
+  PyPerfRun other_run = FinishPyPerf(*other, other_name, kPyPerfTimeout);
+  return {std::move(plain_run), std::move(other_run)};
 }
 
 // The lines of thread `tid` that contain a Python frame of `function`.
@@ -566,32 +579,42 @@ void CheckZlibProfile(const CollapsedProfile& profile, pid_t pid,
 // ---------------------------------------------------------------------------
 // Tests
 
+// The zlib cases: native_zlib_loop.py profiled by PyPerf and by PyPerf
+// --insert-dso-name side by side.
+class NativeZlib : public ::testing::Test {
+ protected:
+  // Profiles the workload on `python`; it must still be running at the end.
+  void Profile(const Interpreter& python) {
+    workload_ = StartWorkload(python, "native_zlib_loop.py");
+    ASSERT_NE(workload_, nullptr);
+    pid_ = workload_->pid();
+    std::tie(plain_, with_dso_) = ProfileSideBySide({pid_}, {"--insert-dso-name"});
+    ASSERT_TRUE(workload_->Running()) << "the workload died; stderr:\n" << workload_->Stderr();
+  }
+
+  std::unique_ptr<ChildProcess> workload_;
+  pid_t pid_ = -1;
+  PyPerfRun plain_, with_dso_;
+};
+
 // Case 1: pyenv's 3.11 keeps .symtab, so everything in libpython and the zlib
 // module is named; libz (the system's) names its exports.
-TEST(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
+TEST_F(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   if (auto why = MissingBinutils()) PYPERF_SKIP_OR_FAIL(*why);
-  auto workload = StartWorkload(*python, "native_zlib_loop.py");
-  ASSERT_NE(workload, nullptr);
-  const pid_t pid = workload->pid();
-  auto names = StartPyPerfOn({pid});
-  auto dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
-  PyPerfRun plain = FinishPyPerf(*names, "PyPerf", kPyPerfTimeout);
-  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
-  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+  ASSERT_NO_FATAL_FAILURE(Profile(*python));
 
   {
     SCOPED_TRACE("PyPerf");
-    CheckZlibProfile(plain.profile, pid,
+    CheckZlibProfile(plain_.profile, pid_,
                      {PythonFunction("compress_loop"), Frame(kEvalLoop),
                       NativeContaining("zlib_compress"), Frame(Native("deflate"))});
-    auto mapped = MappedFiles(pid);
+    auto mapped = MappedFiles(pid_);
     std::map<std::string, ElfFacts> files;
     std::vector<CollapsedLine> fallbacks;
     uint64_t plt_leaves = 0;
-    for (const auto& line : plain.profile.OfPid(pid)) {
+    for (const auto& line : plain_.profile.OfPid(pid_)) {
       auto native = FramesOfKind(line, FrameKind::kNative);
       for (size_t i = 0; i < native.size(); ++i) {
         std::string text = NativeText(native[i]);
@@ -616,7 +639,7 @@ TEST(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
   }
   {
     SCOPED_TRACE("PyPerf --insert-dso-name");
-    auto lines = with_dso.profile.OfPid(pid);
+    auto lines = with_dso_.profile.OfPid(pid_);
     ASSERT_FALSE(lines.empty());
     // Each expected name comes from the file it must come from.
     std::map<std::string, std::string> module_of = {
@@ -654,31 +677,23 @@ TEST(NativeZlib, PyenvShowsEvalLoopZlibCompressAndDeflateInOrder) {
 }
 
 // Case 2: Debian's python3.11 keeps only .dynsym: names must still never lie.
-TEST(NativeZlib, DebianNamesOnlySymbolsThatContainTheAddress) {
+TEST_F(NativeZlib, DebianNamesOnlySymbolsThatContainTheAddress) {
   auto python = FindInterpreter(kDebianPython);
-  if (!python) PYPERF_SKIP_OR_FAIL(std::string(kDebianPython) + " is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, std::string(kDebianPython) + " is not installed");
   if (auto why = MissingBinutils()) PYPERF_SKIP_OR_FAIL(*why);
-  auto workload = StartWorkload(*python, "native_zlib_loop.py");
-  ASSERT_NE(workload, nullptr);
-  const pid_t pid = workload->pid();
-  auto names = StartPyPerfOn({pid});
-  auto dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
-  PyPerfRun plain = FinishPyPerf(*names, "PyPerf", kPyPerfTimeout);
-  PyPerfRun with_dso = FinishPyPerf(*dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
-  ASSERT_TRUE(workload->Running()) << "the workload died; stderr:\n" << workload->Stderr();
+  ASSERT_NO_FATAL_FAILURE(Profile(*python));
 
   {
     SCOPED_TRACE("PyPerf");
     // zlib is built into Debian's interpreter, whose zlib_compress is a
     // static function: it may only show as python3.11+0x..., so the order
     // asks for the eval loop and then libz's exported deflate.
-    CheckZlibProfile(plain.profile, pid,
+    CheckZlibProfile(plain_.profile, pid_,
                      {PythonFunction("compress_loop"), Frame(kEvalLoop), Frame(Native("deflate"))});
     // The names issue 7 saw for these addresses when the nearest export was
     // taken whatever its size: none of them runs in this workload.
     std::vector<CollapsedLine> liars;
-    for (const auto& line : plain.profile.OfPid(pid))
+    for (const auto& line : plain_.profile.OfPid(pid_))
       for (const auto& f : FramesOfKind(line, FrameKind::kNative))
         if (f.rfind("_PyImport_SetModule", 0) == 0 || f.rfind("PySys_WriteStderr", 0) == 0 ||
             f.rfind("crc32_combine_op", 0) == 0) {
@@ -690,7 +705,7 @@ TEST(NativeZlib, DebianNamesOnlySymbolsThatContainTheAddress) {
   }
   {
     SCOPED_TRACE("PyPerf --insert-dso-name");
-    auto lines = with_dso.profile.OfPid(pid);
+    auto lines = with_dso_.profile.OfPid(pid_);
     ASSERT_FALSE(lines.empty());
     size_t addresses = ExpectNamesNeverLie(lines);
     // Debian's python3.11 and libz have static functions in this path
@@ -705,8 +720,7 @@ class NativeCxxTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NativeCxxTest, ShowsTheMethodDemangledUnderTheCtypesCall) {
   auto python = FindInterpreter(GetParam());
-  if (!python) PYPERF_SKIP_OR_FAIL("interpreter " + GetParam() + " is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "interpreter " + GetParam() + " is not installed");
   std::string compiler = FindInPath("g++");
   if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
   TempDir dir;  // outlives the workload that maps the library
@@ -763,8 +777,7 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, NativeCxxTest,
 // UTF-8, each bad byte one U+FFFD, with and without --insert-dso-name.
 TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("interpreter 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "interpreter 3.11 is not installed");
   std::string compiler = FindInPath("g++");
   if (compiler.empty()) PYPERF_SKIP_OR_FAIL("g++ is not installed");
   TempDir dir;
@@ -789,10 +802,7 @@ TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   auto workload = StartWorkload(*python, "native_ctypes_spin.py", {library});
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
-  auto plain = StartPyPerfOn({pid});
-  auto with_dso = StartPyPerfOn({pid}, {"--insert-dso-name"});
-  PyPerfRun plain_run = FinishPyPerf(*plain, "PyPerf", kPyPerfTimeout);
-  PyPerfRun dso_run = FinishPyPerf(*with_dso, "PyPerf --insert-dso-name", kPyPerfTimeout);
+  auto [plain_run, dso_run] = ProfileSideBySide({pid}, {"--insert-dso-name"});
 
   const std::string fffd = "\xEF\xBF\xBD";
   const std::string leaf = Native("spin" + fffd + "inner");
@@ -817,8 +827,7 @@ TEST(NativeNames, BytesThatAreNotUtf8BecomeReplacementCharacters) {
 // Case 4: with no user stack copied there is nothing to unwind.
 TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   auto workload = StartWorkload(*python, "native_zlib_loop.py");
   ASSERT_NE(workload, nullptr);
   const pid_t pid = workload->pid();
@@ -888,8 +897,7 @@ std::vector<std::pair<uint64_t, std::string>> UserStacks(const CollapsedProfile&
 // same (file, offset) entries; the uncached path prints the same frames.
 TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   std::vector<std::unique_ptr<ChildProcess>> workloads;
   std::vector<pid_t> pids;
   for (int i = 0; i < 3; ++i) {
@@ -897,10 +905,7 @@ TEST(NativeCache, SharedAcrossProcessesAndOffGivesTheSameFrames) {
     ASSERT_NE(workloads.back(), nullptr);
     pids.push_back(workloads.back()->pid());
   }
-  auto on = StartPyPerfOn(pids);
-  auto off = StartPyPerfOn(pids, {"--native-cache", "off"});
-  PyPerfRun cached = FinishPyPerf(*on, "PyPerf", kPyPerfTimeout);
-  PyPerfRun uncached = FinishPyPerf(*off, "PyPerf --native-cache off", kPyPerfTimeout);
+  auto [cached, uncached] = ProfileSideBySide(pids, {"--native-cache", "off"});
 
   auto counters = LastNativeCacheCounters(cached.stderr_text);
   ASSERT_TRUE(counters.has_value()) << "no dump line with native cache counters:\n"
@@ -988,8 +993,7 @@ std::set<std::string> NativeFramesInSystemCalls(const std::vector<CollapsedLine>
 // time in user space, where PCs vary, so B's other misses are rare.
 TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   auto a = StartWorkload(*python, "native_read_loop.py");
   auto b = StartWorkload(*python, "native_read_loop.py");
   ASSERT_TRUE(a && b);

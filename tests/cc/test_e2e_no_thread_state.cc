@@ -29,8 +29,6 @@ using std::chrono::seconds;
 
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 2;
-// PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
-constexpr auto kPyPerfTimeout = seconds(90);
 
 bool HasPythonFrame(const CollapsedLine& line) {
   return !FramesOfKind(line, FrameKind::kPython).empty();
@@ -79,8 +77,7 @@ pid_t NativeTid(const ChildProcess& workload) {
 // hold, and none of the Python thread's.
 TEST(NoThreadStateCounter, CountsTheSamplesOfANativeThread) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
   TempDir dir;  // outlives the workload that maps the library
   const std::string library = BuildNativeThreadLibrary(dir);
   ASSERT_FALSE(library.empty());

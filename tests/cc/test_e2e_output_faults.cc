@@ -155,6 +155,7 @@ class TmpfsMount {
   TmpfsMount(const TmpfsMount&) = delete;
   TmpfsMount& operator=(const TmpfsMount&) = delete;
 
+  const std::string& dir() const { return dir_; }
   // Why it is not mounted; empty once it is.
   const std::string& error() const { return error_; }
 
@@ -231,15 +232,9 @@ std::string SigtermInTheMiddleOfADump(pid_t pid, const std::string& path,
   return problem;
 }
 
-class OutputFaultsTest : public ::testing::Test {
+class OutputFaultsTest : public AnyPythonWorkloadTest {
  protected:
-  void SetUp() override {
-    python_ = AnyInterpreter();
-    if (!python_) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-    PYPERF_REQUIRE_BPF();
-    workload_ = StartWorkload(*python_, "output_faults.py");
-    ASSERT_NE(workload_, nullptr);
-  }
+  OutputFaultsTest() : AnyPythonWorkloadTest("output_faults.py") {}
 
   // PyPerf on the workload alone, writing to `path`, once it is sampling.
   void StartProfiling(const std::string& path) {
@@ -249,15 +244,19 @@ class OutputFaultsTest : public ::testing::Test {
                                                                             << pyperf_->Stderr();
   }
 
-  // Moves the workload to `phase` and lets it run there for kPhaseCpu: the
-  // samples of that phase are taken.
+  // Lets the workload run for kPhaseCpu in its phase: samples of it are taken.
+  void RunInThisPhase() {
+    ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu)) << "the workload did not run";
+  }
+
+  // Moves the workload to `phase` and lets it run there.
   void RunPhase(int phase) {
     workload_->Signal(SIGUSR1);
     const std::string line = "phase " + std::to_string(phase) + "\n";
     ASSERT_TRUE(
         WaitFor([&] { return workload_->Stdout().find(line) != std::string::npos; }, seconds(30)))
         << "the workload did not reach phase " << phase;
-    ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu)) << "the workload did not run";
+    RunInThisPhase();
   }
 
   // A SIGUSR2 that must succeed: its dump line, and the file, complete.
@@ -332,21 +331,24 @@ class OutputFaultsTest : public ::testing::Test {
     ExpectCleanExit();
   }
 
-  void ExpectCleanExit() {
-    const size_t before = DumpReports(pyperf_->Stderr()).size();
-    pyperf_->Signal(SIGTERM);
+  // PyPerf, sent SIGTERM, exits `code` within kExitTimeout.
+  void ExpectExit(int code) {
     auto status = pyperf_->Wait(kExitTimeout);
     ASSERT_TRUE(status.has_value())
         << "still running " << kExitTimeout.count() << " s after SIGTERM";
-    EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf_->Stderr();
+    EXPECT_EQ(*status, code) << "stderr:\n" << pyperf_->Stderr();
+  }
+
+  void ExpectCleanExit() {
+    const size_t before = DumpReports(pyperf_->Stderr()).size();
+    pyperf_->Signal(SIGTERM);
+    ASSERT_NO_FATAL_FAILURE(ExpectExit(0));
     auto reports = DumpReports(pyperf_->Stderr());
     ASSERT_EQ(reports.size(), before + 1) << "stderr:\n" << pyperf_->Stderr();
     ExpectComplete(reports.back().output, reports.back());
     EXPECT_FALSE(FileExists(path_)) << "the final dump left the transient file behind";
   }
 
-  std::optional<Interpreter> python_;
-  std::unique_ptr<ChildProcess> workload_;
   std::string path_;
   std::unique_ptr<ChildProcess> pyperf_;
 };
@@ -359,7 +361,7 @@ TEST_F(OutputFaultsTest, RemovedDirectoryFailsEachDumpUntilItIsBack) {
   const std::string dir = tmp.File("out");
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
   ASSERT_NO_FATAL_FAILURE(StartProfiling(dir + "/pyperf.col"));
-  ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu));
+  ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
   std::string before_outage;
   EXPECT_TRUE(HasPhase(DumpOk(&before_outage), 0));
 
@@ -383,14 +385,13 @@ TEST_F(OutputFaultsTest, FullFileSystemFailsEachDumpUntilThereIsRoom) {
   TempDir tmp;
   TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,mode=0755");
   if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  const std::string mnt = tmp.File("mnt");
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(mnt + "/pyperf.col"));
-  ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu));
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
+  ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
   std::string before_full;
   EXPECT_TRUE(HasPhase(DumpOk(&before_full), 0));
   ASSERT_EQ(unlink(before_full.c_str()), 0);  // as gProfiler does once it has read it
 
-  const std::string filler = mnt + "/filler";
+  const std::string filler = tmpfs.dir() + "/filler";
   ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(filler));
 
   uint64_t kept = 0;
@@ -409,15 +410,12 @@ TEST_F(OutputFaultsTest, FullFileSystemAtSigtermExitsOneLeavingNoFile) {
   TempDir tmp;
   TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,mode=0755");
   if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  const std::string mnt = tmp.File("mnt");
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(mnt + "/pyperf.col"));
-  ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(mnt + "/filler"));
-  ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu));
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
+  ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(tmpfs.dir() + "/filler"));
+  ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
 
   pyperf_->Signal(SIGTERM);
-  auto status = pyperf_->Wait(kExitTimeout);
-  ASSERT_TRUE(status.has_value()) << "still running " << kExitTimeout.count() << " s after SIGTERM";
-  EXPECT_EQ(*status, 1) << "stderr:\n" << pyperf_->Stderr();
+  ASSERT_NO_FATAL_FAILURE(ExpectExit(1));
   auto errors = LinesStartingWith(pyperf_->Stderr(), "PyPerf: error: ");
   ASSERT_EQ(errors.size(), 1u) << "stderr:\n" << pyperf_->Stderr();
   EXPECT_TRUE(std::regex_match(
@@ -437,13 +435,12 @@ TEST_F(OutputFaultsTest, NoInodeForAFreshFileStillReportsTheDeliveredOne) {
   TempDir tmp;
   TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,nr_inodes=64,mode=0755");
   if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  const std::string mnt = tmp.File("mnt");
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(mnt + "/pyperf.col"));
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
 
   // Every inode taken (the last files may fail for want of an inode, not room).
   std::vector<std::string> fillers;
   for (int i = 0;; ++i) {
-    std::string name = mnt + "/inode." + std::to_string(i);
+    std::string name = tmpfs.dir() + "/inode." + std::to_string(i);
     int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       ASSERT_EQ(errno, ENOSPC) << strerror(errno);
@@ -491,7 +488,7 @@ TEST_F(OutputFaultsTest, SigusrStormEndedBySigtermLeavesOnlyCompleteFiles) {
   constexpr size_t kStormDumps = 10;
   TempDir tmp;
   ASSERT_NO_FATAL_FAILURE(StartProfiling(tmp.File("pyperf.col")));
-  ASSERT_TRUE(WaitForCpu(workload_->pid(), kPhaseCpu));
+  ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
 
   // From here to the join, nothing may reap PyPerf (ChildProcess::Running and
   // Wait do): the storm signals its pid, which must stay PyPerf's.
@@ -518,9 +515,7 @@ TEST_F(OutputFaultsTest, SigusrStormEndedBySigtermLeavesOnlyCompleteFiles) {
   EXPECT_GE(sent.load(), kStormSignals);
   ASSERT_EQ(problem, "") << "the SIGTERM did not come in the middle of a dump";
 
-  auto status = pyperf_->Wait(kExitTimeout);
-  ASSERT_TRUE(status.has_value()) << "still running " << kExitTimeout.count() << " s after SIGTERM";
-  EXPECT_EQ(*status, 0) << "stderr:\n" << pyperf_->Stderr();
+  ASSERT_NO_FATAL_FAILURE(ExpectExit(0));
   EXPECT_EQ(FailedDumpLines(*pyperf_), std::vector<std::string>{});
   EXPECT_FALSE(FileExists(path_)) << "the final dump left the transient file behind";
 

@@ -37,7 +37,6 @@ using Clock = std::chrono::system_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr auto kPyPerfTimeout = seconds(90);  // startup (BPF load) on a busy machine, plus -d
 constexpr auto kGProfilerFileTimeout = seconds(10);  // gProfiler waits this long for PATH
 constexpr auto kGProfilerDumpTimeout = seconds(5);   // and this long for a dump
 
@@ -93,16 +92,9 @@ void ExpectDelivered(const std::string& file, const std::string& path, const Dum
   EXPECT_TRUE(has_main_busy) << "no stack of the workload (pid " << workload << ") with main_busy";
 }
 
-class OutputProtocolTest : public ::testing::Test {
+class OutputProtocolTest : public AnyPythonWorkloadTest {
  protected:
-  void SetUp() override {
-    python_ = AnyInterpreter();
-    if (!python_) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-    PYPERF_REQUIRE_BPF();
-    workload_ = StartWorkload(*python_, "calltree.py");
-    ASSERT_NE(workload_, nullptr);
-    path_ = dir_.File("pyperf.col");
-  }
+  OutputProtocolTest() : AnyPythonWorkloadTest("calltree.py") {}
 
   std::vector<std::string> Args(std::vector<std::string> extra) const {
     std::vector<std::string> args = {"-F", "199", "-p", std::to_string(workload_->pid())};
@@ -136,10 +128,8 @@ class OutputProtocolTest : public ::testing::Test {
     ExpectDelivered(files[0], path_, reports[0], workload_->pid());
   }
 
-  std::optional<Interpreter> python_;
-  std::unique_ptr<ChildProcess> workload_;
   TempDir dir_;
-  std::string path_;
+  const std::string path_ = dir_.File("pyperf.col");
 };
 
 // gProfiler's loop: wait for PATH, then SIGUSR2 every interval and read the

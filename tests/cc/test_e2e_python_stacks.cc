@@ -15,7 +15,6 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -29,6 +28,7 @@
 #include "PyPerfBpfShared.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
+#include "support/python_source.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -52,8 +52,6 @@ constexpr int kFrequencyHz = 199;
 // between two calls of spin, would already fail it).
 constexpr int kCallTreeFrequencyHz = 499;
 constexpr int kProfileSeconds = 3;
-// PyPerf's startup (BPF compile and load) plus its -d, with room for a busy machine.
-constexpr auto kPyPerfTimeout = seconds(90);
 // The README's promise: a Python stack deeper than 128 frames shows its 128
 // innermost ones after "[Truncated Python Stack]_[pe]".
 constexpr size_t kPythonFrameLimit = 128;
@@ -80,30 +78,6 @@ std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, const std::
   return args;
 }
 
-// Checks that hold for every line PyPerf writes: frames in order, every
-// Python frame spelled <module>.<Class.>function (<file>:<line>)_[p].
-void ExpectWellFormed(const std::vector<CollapsedLine>& lines) {
-  size_t reported = 0;
-  for (const auto& line : lines) {
-    if (reported >= 5) break;  // enough to see the problem
-    if (auto problem = FrameOrderProblem(line)) {
-      ADD_FAILURE() << "frames out of order: " << *problem << "\n  in: " << line.text;
-      ++reported;
-    }
-    for (const auto& frame : line.frames) {
-      if (KindOf(frame) == FrameKind::kUnknown) {
-        ADD_FAILURE() << "frame without a kind suffix: \"" << frame << "\"\n  in: " << line.text;
-        ++reported;
-      }
-      std::string why;
-      if (KindOf(frame) == FrameKind::kPython && !ParsePythonFrame(frame, &why)) {
-        ADD_FAILURE() << "badly spelled Python frame: " << why << "\n  in: " << line.text;
-        ++reported;
-      }
-    }
-  }
-}
-
 // Failures recorded so far in the running test.
 int FailureCount() {
   const auto* result = ::testing::UnitTest::GetInstance()->current_test_info()->result();
@@ -116,74 +90,6 @@ int FailureCount() {
 double Percent(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
-
-// The lines of a Python source file, and where its functions are, so the
-// expected line numbers follow the workload when it is edited.
-class PythonSource {
- public:
-  explicit PythonSource(const std::string& path) : path_(path) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) lines_.push_back(line);
-  }
-  const std::string& path() const { return path_; }
-  bool empty() const { return lines_.empty(); }
-
-  // 1-based line of "def <function>(", 0 if there is none.
-  int DefLine(const std::string& function) const {
-    std::regex def("^\\s*def\\s+" + function + "\\s*\\(");
-    for (size_t i = 0; i < lines_.size(); ++i)
-      if (std::regex_search(lines_[i], def)) return static_cast<int>(i) + 1;
-    return 0;
-  }
-
-  // A function's first line (co_firstlineno): the line of its first
-  // decorator, or of its def.
-  int FirstLine(const std::string& function) const {
-    int line = DefLine(function);
-    while (line > 1 && Stripped(line - 1).rfind('@', 0) == 0) --line;
-    return line;
-  }
-
-  // The function's body: from the line after its def to the last line indented
-  // deeper than the def (the whole file for the module).
-  std::pair<int, int> Body(const std::string& function) const {
-    if (function == "<module>") return {1, static_cast<int>(lines_.size())};
-    int def = DefLine(function);
-    if (def == 0) return {0, -1};
-    size_t indent = Indent(def);
-    int last = def;
-    for (int i = def + 1; i <= static_cast<int>(lines_.size()); ++i) {
-      if (Stripped(i).empty()) continue;
-      if (Indent(i) <= indent) break;
-      last = i;
-    }
-    return {def + 1, last};
-  }
-
-  // The line in `function`'s body that consists of `statement`, 0 if none.
-  int StatementLine(const std::string& function, const std::string& statement) const {
-    auto [begin, end] = Body(function);
-    for (int i = begin; i <= end && i > 0; ++i)
-      if (Stripped(i) == statement) return i;
-    return 0;
-  }
-
- private:
-  std::string Stripped(int line) const {
-    const std::string& s = lines_[static_cast<size_t>(line) - 1];
-    size_t b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    size_t e = s.find_last_not_of(" \t\r");
-    return s.substr(b, e - b + 1);
-  }
-  size_t Indent(int line) const {
-    return lines_[static_cast<size_t>(line) - 1].find_first_not_of(" \t");
-  }
-
-  std::string path_;
-  std::vector<std::string> lines_;
-};
 
 // The module of a script outside any library directory, by the README's rule
 // (independent of PyPerf's PythonModuleName): the path without its leading
@@ -227,7 +133,7 @@ class CallTreeExpectations {
       // A frame that has just been entered reports its first line, as CPython
       // does (f_lasti -1 up to 3.10, the RESUME instruction from 3.11).
       int begin = FirstLine(function);
-      int end = source_.Body(function).second;
+      int end = source_.LastLine(function);
       EXPECT_GE(frame.line, begin) << "a line of " << function << " from its first to its last";
       EXPECT_LE(frame.line, end) << "a line of " << function << " from its first to its last";
     }
@@ -259,21 +165,6 @@ int ModuleFirstLine(const Interpreter& python, const std::string& path) {
   return line;
 }
 
-// The one thread of `pid` whose stacks contain `function` (of `class_name`).
-std::optional<pid_t> ThreadRunning(const CollapsedProfile& profile, pid_t pid,
-                                   const std::string& function,
-                                   const std::optional<std::string>& class_name) {
-  auto tids = profile.TidsWhere([&](const CollapsedLine& line) {
-    return line.pid == pid &&
-           std::any_of(line.frames.begin(), line.frames.end(), [&](const std::string& f) {
-             return IsPythonFunction(f, function, class_name);
-           });
-  });
-  EXPECT_EQ(tids.size(), 1u) << "threads of pid " << pid << " with " << function;
-  if (tids.size() != 1) return std::nullopt;
-  return tids[0];
-}
-
 struct CallTreeFigures {
   uint64_t samples = 0;
   uint64_t samples_with_error_marker = 0;
@@ -292,16 +183,15 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
     ADD_FAILURE() << "no samples of pid " << pid;
     return figures;
   }
-  ExpectWellFormed(lines);
+  ExpectWellFormed(lines, /*every_frame_has_a_kind=*/true);
   figures.samples = SumCounts(lines);
 
   {
     SCOPED_TRACE("main thread: <module> -> main_busy -> main_leaf");
     auto main_lines = profile.OfTid(pid);
-    auto matching = LinesEndingWith(main_lines, {"<module>", "main_busy", "main_leaf"}, true);
-    ExpectShareOfSamples(
-        main_lines, PythonStackEndsWith({"<module>", "main_busy", "main_leaf"}, true),
-        kMainLeafPercent, "of the main thread show <module> -> main_busy -> main_leaf");
+    auto matching = ExpectShareEndingWith(
+        main_lines, {"<module>", "main_busy", "main_leaf"}, true, kMainLeafPercent,
+        "of the main thread show <module> -> main_busy -> main_leaf");
     const int before = FailureCount();  // report the first wrong line only
     for (const auto& line : matching) {
       if (FailureCount() > before) break;
@@ -355,9 +245,8 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
   if (auto tid = ThreadRunning(profile, pid, "class_spin", std::nullopt)) {
     SCOPED_TRACE("worker-cls thread: Worker.class_spin");
     auto cls_lines = profile.OfTid(*tid);
-    auto matching = LinesEndingWith(cls_lines, {"class_spin"}, false);
-    ExpectShareOfSamples(cls_lines, PythonStackEndsWith({"class_spin"}, false), kLoopLeafPercent,
-                         "of the worker-cls thread end in Worker.class_spin");
+    auto matching = ExpectShareEndingWith(cls_lines, {"class_spin"}, false, kLoopLeafPercent,
+                                          "of the worker-cls thread end in Worker.class_spin");
     const int before = FailureCount();
     for (const auto& line : matching) {
       if (FailureCount() > before) break;
@@ -440,8 +329,7 @@ class PythonStacksTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     interpreter_ = FindInterpreter(GetParam());
-    if (!interpreter_) PYPERF_SKIP_OR_FAIL("interpreter " + GetParam() + " is not installed");
-    PYPERF_REQUIRE_BPF();
+    PYPERF_REQUIRE_PYTHON_AND_BPF(interpreter_, "interpreter " + GetParam() + " is not installed");
   }
   std::optional<Interpreter> interpreter_;
 };
@@ -504,7 +392,7 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
   CollapsedProfile profile = FinishPyPerf(*pyperf, "PyPerf", kPyPerfTimeout).profile;
   auto lines = profile.OfPid(workload->pid());
   ASSERT_FALSE(lines.empty()) << "no samples of pid " << workload->pid();
-  ExpectWellFormed(lines);
+  ExpectWellFormed(lines, /*every_frame_has_a_kind=*/true);
 
   auto busy_first = ThreadRunning(profile, workload->pid(), "busy_first_thread", "");
   EXPECT_TRUE(busy_first.has_value());
@@ -539,8 +427,7 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(kIn
 // -p (repeated) profiles the processes named and no other.
 TEST(PythonStacksFiltering, ProfilesOnlyTheProcessesGivenWithP) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
   auto a = StartWorkload(*python, "calltree.py");
   auto b = StartWorkload(*python, "calltree.py");
   auto other = StartWorkload(*python, "calltree.py");
@@ -562,8 +449,7 @@ TEST(PythonStacksFiltering, ProfilesOnlyTheProcessesGivenWithP) {
 // --update-interval rescan.
 TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
   auto python = AnyInterpreter();
-  if (!python) PYPERF_SKIP_OR_FAIL("no Python interpreter installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "no Python interpreter installed");
   auto pyperf =
       StartPyPerf({"-v", "1", "-F", std::to_string(kFrequencyHz), "--update-interval", "1"});
   ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout) || !pyperf->Running())
@@ -596,7 +482,7 @@ TEST(PythonStacksDiscovery, ProfilesAProcessStartedAfterPyPerf) {
                                      pids += " " + std::to_string(l.pid);
                                    return pids.substr(0, 400);
                                  }();
-  ExpectWellFormed(lines);
+  ExpectWellFormed(lines, /*every_frame_has_a_kind=*/true);
   ExpectShareOfSamples(profile.OfTid(workload->pid()),
                        PythonStackEndsWith({"<module>", "main_busy", "main_leaf"}, true),
                        kMainLeafPercent,

@@ -76,8 +76,7 @@ std::optional<uint64_t> LastCachedSymbols(const std::string& stderr_text) {
 
 TEST(SymbolAging, TenTimesTheMapsSizeOfNewFunctionsAreNamedNeverMisnamed) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv's Python 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
   auto workload = StartWorkload(*python, "new_functions.py");
   ASSERT_NE(workload, nullptr);
   TempDir dir;

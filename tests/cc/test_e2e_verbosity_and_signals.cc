@@ -48,8 +48,7 @@ int LevelOf(const std::string& line) {
 
 TEST(Verbosity, EachLevelPrintsExactlyItsKindsOfLines) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv 3.11 is not installed");
   auto workload = StartWorkload(*python, "native_busy_loop.py");
   ASSERT_NE(workload, nullptr);
   std::string pid = std::to_string(workload->pid());
@@ -118,8 +117,7 @@ TEST(EarlySignals, SigtermWhileLoadingExitsZeroWithoutSampling) {
 
 TEST(EarlySignals, SigusrWhileLoadingIsNotADumpAndTheProtocolWorksAfter) {
   auto python = FindInterpreter("3.11");
-  if (!python) PYPERF_SKIP_OR_FAIL("pyenv 3.11 is not installed");
-  PYPERF_REQUIRE_BPF();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv 3.11 is not installed");
   auto workload = StartWorkload(*python, "native_busy_loop.py");
   ASSERT_NE(workload, nullptr);
   TempDir dir;

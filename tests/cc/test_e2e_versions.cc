@@ -44,7 +44,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -62,6 +61,7 @@
 #include "support/flamegraph_page.h"
 #include "support/pprof_file.h"
 #include "support/python_roots.h"
+#include "support/python_source.h"
 #include "support/speedscope_file.h"
 #include "support/test_support.h"
 
@@ -118,66 +118,6 @@ const std::vector<Target>& Targets() {
   };
   return targets;
 }
-
-// --- Python sources: where calltree.py's functions and calls are ----------
-
-class PythonSource {
- public:
-  explicit PythonSource(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) lines_.push_back(line);
-  }
-  bool empty() const { return lines_.empty(); }
-
-  // 1-based line of "def <function>(", 0 if none.
-  int DefLine(const std::string& function) const {
-    for (size_t i = 0; i < lines_.size(); ++i) {
-      std::string s = Stripped(i + 1);
-      if (s.rfind("def " + function + "(", 0) == 0) return static_cast<int>(i) + 1;
-    }
-    return 0;
-  }
-  // co_firstlineno: the first decorator's line, or the def's; 1 for the module.
-  int FirstLine(const std::string& function) const {
-    if (function == "<module>") return 1;
-    int line = DefLine(function);
-    while (line > 1 && Stripped(line - 1).rfind('@', 0) == 0) --line;
-    return line;
-  }
-  // Last line of the function's body (the file's for the module).
-  int LastLine(const std::string& function) const {
-    if (function == "<module>") return static_cast<int>(lines_.size());
-    int def = DefLine(function);
-    if (def == 0) return -1;
-    size_t indent = Indent(def);
-    int last = def;
-    for (int i = def + 1; i <= static_cast<int>(lines_.size()); ++i) {
-      if (Stripped(i).empty()) continue;
-      if (Indent(i) <= indent) break;
-      last = i;
-    }
-    return last;
-  }
-  // The line of `function`'s body that is exactly `statement`, 0 if none.
-  int StatementLine(const std::string& function, const std::string& statement) const {
-    int begin = function == "<module>" ? 1 : DefLine(function) + 1;
-    for (int i = begin; i <= LastLine(function) && i > 0; ++i)
-      if (Stripped(i) == statement) return i;
-    return 0;
-  }
-
- private:
-  std::string Stripped(size_t line) const {
-    const std::string& s = lines_[line - 1];
-    size_t b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
-  }
-  size_t Indent(size_t line) const { return lines_[line - 1].find_first_not_of(" \t"); }
-
-  std::vector<std::string> lines_;
-};
 
 // --- The running targets and the two profiles ------------------------------
 
@@ -615,32 +555,8 @@ void ExpectFrame(const PythonFrame& frame, const PythonSource& source, const Run
 std::vector<CollapsedLine> ThreadLines(const CollapsedProfile& profile, pid_t pid,
                                        const std::string& function,
                                        const std::optional<std::string>& class_name) {
-  auto tids = profile.TidsWhere([&](const CollapsedLine& line) {
-    return line.pid == pid &&
-           std::any_of(line.frames.begin(), line.frames.end(), [&](const std::string& f) {
-             return IsPythonFunction(f, function, class_name);
-           });
-  });
-  EXPECT_EQ(tids.size(), 1u) << "threads of pid " << pid << " running " << function;
-  return tids.size() == 1 ? profile.OfTid(tids[0]) : std::vector<CollapsedLine>{};
-}
-
-void ExpectWellFormed(const std::vector<CollapsedLine>& lines) {
-  int reported = 0;
-  for (const auto& line : lines) {
-    if (reported >= 5) break;
-    if (auto problem = FrameOrderProblem(line)) {
-      ADD_FAILURE() << "frames out of order: " << *problem << "\n  in: " << line.text;
-      ++reported;
-    }
-    for (const auto& frame : line.frames) {
-      std::string why;
-      if (KindOf(frame) == FrameKind::kPython && !ParsePythonFrame(frame, &why)) {
-        ADD_FAILURE() << "badly spelled Python frame: " << why << "\n  in: " << line.text;
-        ++reported;
-      }
-    }
-  }
+  auto tid = ThreadRunning(profile, pid, function, class_name);
+  return tid ? profile.OfTid(*tid) : std::vector<CollapsedLine>{};
 }
 
 void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines) {
@@ -655,23 +571,50 @@ void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines) {
       << with_errors << " of " << total << " samples carry an error marker:" << Excerpt(examples);
 }
 
+// What every target's samples must be: some (a fatal failure, naming the
+// process `what`, if there are none), each well formed, few with an error
+// marker.
+void ExpectTargetSamples(const CollapsedProfile& profile, const RunningTarget& run,
+                         const std::string& what) {
+  auto lines = profile.OfPid(run.pid);
+  ASSERT_FALSE(lines.empty()) << "no samples of " << what << " " << run.pid;
+  ExpectWellFormed(lines);
+  ExpectFewErrorMarkers(lines);
+}
+
+// A thread started by threading's bootstrap that loops in class_name.outer,
+// whose `call` calls class_name.inner: the share of its samples that end in
+// outer -> inner (`what` says so), and their frames. Returns those samples.
+std::vector<CollapsedLine> CheckLoopThread(const CollapsedProfile& profile,
+                                           const PythonSource& source, const RunningTarget& run,
+                                           bool current, const std::string& class_name,
+                                           const std::string& outer, const std::string& inner,
+                                           const std::string& call, const std::string& what) {
+  auto thread = ThreadLines(profile, run.pid, outer, class_name);
+  auto matching = ExpectShareEndingWith(thread, {outer, inner}, false, kExpectedStackPercent, what);
+  for (const auto& line : matching) {
+    auto frames = PythonFramesOf(line);
+    size_t n = frames.size();
+    ExpectFrame(frames[n - 2], source, run, current, class_name, outer, call);
+    ExpectFrame(frames[n - 1], source, run, current, class_name, inner);
+    EXPECT_NE(frames[0].function.find("bootstrap"), std::string::npos) << line.text;
+  }
+  return matching;
+}
+
 // calltree.py's threads, in one --line-numbers mode.
 void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bool current) {
   PythonSource source(run.host_script);
   ASSERT_FALSE(source.empty()) << "cannot read " << run.host_script;
+  ASSERT_NO_FATAL_FAILURE(ExpectTargetSamples(profile, run, "pid"));
   pid_t pid = run.pid;
-  auto lines = profile.OfPid(pid);
-  ASSERT_FALSE(lines.empty()) << "no samples of pid " << pid;
-  ExpectWellFormed(lines);
-  ExpectFewErrorMarkers(lines);
 
   {
     SCOPED_TRACE("main thread: <module> -> main_busy -> main_leaf");
     auto main_lines = profile.OfTid(pid);
-    auto matching = LinesEndingWith(main_lines, {"<module>", "main_busy", "main_leaf"}, true);
-    ExpectShareOfSamples(
-        main_lines, PythonStackEndsWith({"<module>", "main_busy", "main_leaf"}, true),
-        kExpectedStackPercent, "of the main thread show <module> -> main_busy -> main_leaf");
+    auto matching = ExpectShareEndingWith(
+        main_lines, {"<module>", "main_busy", "main_leaf"}, true, kExpectedStackPercent,
+        "of the main thread show <module> -> main_busy -> main_leaf");
     for (const auto& line : matching) {
       auto frames = PythonFramesOf(line);
       ExpectFrame(frames[0], source, run, current, "", "<module>", "main_busy()");
@@ -681,37 +624,32 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
   }
   {
     SCOPED_TRACE("worker-method thread: threading bootstrap ... Worker.run -> Worker.spin");
-    auto worker = ThreadLines(profile, pid, "run", "Worker");
-    auto matching = LinesEndingWith(worker, {"run", "spin"}, false);
-    ExpectShareOfSamples(worker, PythonStackEndsWith({"run", "spin"}, false), kExpectedStackPercent,
-                         "of the worker-method thread end in run -> spin");
-    for (const auto& line : matching) {
+    for (const auto& line :
+         CheckLoopThread(profile, source, run, current, "Worker", "run", "spin", "self.spin()",
+                         "of the worker-method thread end in run -> spin")) {
       auto frames = PythonFramesOf(line);
-      size_t n = frames.size();
-      ExpectFrame(frames[n - 2], source, run, current, "Worker", "run", "self.spin()");
-      ExpectFrame(frames[n - 1], source, run, current, "Worker", "spin");
       EXPECT_EQ(frames[0].module, "threading") << line.text;
       EXPECT_EQ(frames[0].class_name, "Thread") << line.text;
-      EXPECT_NE(frames[0].function.find("bootstrap"), std::string::npos) << line.text;
     }
   }
-  {
-    SCOPED_TRACE("worker-cls thread: Worker.class_spin (class from cls)");
-    auto cls = ThreadLines(profile, pid, "class_spin", "Worker");
-    auto matching = LinesEndingWith(cls, {"class_spin"}, false);
-    ExpectShareOfSamples(cls, PythonStackEndsWith({"class_spin"}, false), kExpectedStackPercent,
-                         "of the worker-cls thread end in class_spin");
-    for (const auto& line : matching)
-      ExpectFrame(PythonFramesOf(line).back(), source, run, current, "Worker", "class_spin");
-  }
-  {
-    SCOPED_TRACE("syscall-loop thread: syscall_loop");
-    auto sys_lines = ThreadLines(profile, pid, "syscall_loop", "");
-    auto matching = LinesEndingWith(sys_lines, {"syscall_loop"}, false);
-    ExpectShareOfSamples(sys_lines, PythonStackEndsWith({"syscall_loop"}, false),
-                         kExpectedStackPercent, "of the syscall-loop thread end in syscall_loop");
-    for (const auto& line : matching)
-      ExpectFrame(PythonFramesOf(line).back(), source, run, current, "", "syscall_loop");
+  // Threads that loop in one function (class_name "" for a plain one).
+  struct LeafThread {
+    const char* trace;
+    const char* class_name;
+    const char* function;
+    const char* what;
+  };
+  for (const LeafThread& t : {
+           LeafThread{"worker-cls thread: Worker.class_spin (class from cls)", "Worker",
+                      "class_spin", "of the worker-cls thread end in class_spin"},
+           LeafThread{"syscall-loop thread: syscall_loop", "", "syscall_loop",
+                      "of the syscall-loop thread end in syscall_loop"},
+       }) {
+    SCOPED_TRACE(t.trace);
+    auto thread = ThreadLines(profile, pid, t.function, std::string(t.class_name));
+    for (const auto& line :
+         ExpectShareEndingWith(thread, {t.function}, false, kExpectedStackPercent, t.what))
+      ExpectFrame(PythonFramesOf(line).back(), source, run, current, t.class_name, t.function);
   }
   {
     SCOPED_TRACE("deep-recursion thread: truncated, recurse ... deep_leaf");
@@ -735,21 +673,9 @@ void CheckCallTree(const CollapsedProfile& profile, const RunningTarget& run, bo
 void CheckUwsgiApp(const CollapsedProfile& profile, const RunningTarget& run, bool current) {
   PythonSource source(run.host_script);
   ASSERT_FALSE(source.empty()) << "cannot read " << run.host_script;
-  auto lines = profile.OfPid(run.pid);
-  ASSERT_FALSE(lines.empty()) << "no samples of uwsgi pid " << run.pid;
-  ExpectWellFormed(lines);
-  ExpectFewErrorMarkers(lines);
-  auto crunch = ThreadLines(profile, run.pid, "loop", "Crunch");
-  auto matching = LinesEndingWith(crunch, {"loop", "step"}, false);
-  ExpectShareOfSamples(crunch, PythonStackEndsWith({"loop", "step"}, false), kExpectedStackPercent,
-                       "of the uwsgi-crunch thread end in Crunch.loop -> Crunch.step");
-  for (const auto& line : matching) {
-    auto frames = PythonFramesOf(line);
-    size_t n = frames.size();
-    ExpectFrame(frames[n - 2], source, run, current, "Crunch", "loop", "self.step()");
-    ExpectFrame(frames[n - 1], source, run, current, "Crunch", "step");
-    EXPECT_NE(frames[0].function.find("bootstrap"), std::string::npos) << line.text;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectTargetSamples(profile, run, "uwsgi pid"));
+  CheckLoopThread(profile, source, run, current, "Crunch", "loop", "step", "self.step()",
+                  "of the uwsgi-crunch thread end in Crunch.loop -> Crunch.step");
 }
 
 // The log line PyPerf -v 1 writes when it starts profiling `pid`.

@@ -69,15 +69,20 @@ TEST(FrameSpelling, EveryLineBreakPythonSplitsAtBecomesOneUnderscore) {
             "c_[pn]");
 }
 
+// Starts a sample of comm "python3", 16 bytes as the kernel gives it.
+void StartPython3(StackText* stack, uint32_t pid, uint32_t tid) {
+  const char comm[16] = "python3";
+  stack->Start(comm, sizeof(comm), pid, tid);
+}
+
 // A sample with nothing to show still has a frame: gProfiler cannot read a
 // line without one.
 TEST(StackText, ASampleWithoutFramesGetsTheNoFramesMarker) {
   StackText stack;
-  const char comm[16] = "python3";
-  stack.Start(comm, sizeof(comm), 1, 2);
+  StartPython3(&stack, 1, 2);
   stack.EnsureFrame();
   EXPECT_EQ(stack.text(), "python3-1/2;[No Frames]_[pe]");
-  stack.Start(comm, sizeof(comm), 1, 2);
+  StartPython3(&stack, 1, 2);
   stack.Add(FrameKind::kKernel, "vfs_read");
   stack.EnsureFrame();
   EXPECT_EQ(stack.text(), "python3-1/2;vfs_read_[k]");
@@ -85,12 +90,11 @@ TEST(StackText, ASampleWithoutFramesGetsTheNoFramesMarker) {
 
 TEST(StackText, FirstTokenIsCommPidAndTid) {
   StackText stack;
-  const char comm[16] = "python3";
-  stack.Start(comm, sizeof(comm), 1234, 1240);
+  StartPython3(&stack, 1234, 1240);
   EXPECT_EQ(stack.text(), "python3-1234/1240");
   // A stack is reused: Start forgets the previous sample.
   stack.Add(FrameKind::kKernel, "vfs_read");
-  stack.Start(comm, sizeof(comm), 7, 8);
+  StartPython3(&stack, 7, 8);
   EXPECT_EQ(stack.text(), "python3-7/8");
 }
 

@@ -3,7 +3,6 @@
 // does and stays parked, so the test unwinds it live. Checked against
 // independent references: nm/addr2line on the same files.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,29 +23,10 @@ namespace fs = std::filesystem;
 using pyperf_fixture::FixtureDir;
 using pyperf_fixture::Join;
 using pyperf_fixture::Names;
-using pyperf_fixture::RunningCapture;
 
 const char* kSpin = "pyperf_fixture::Worker::spin(int)";
 
-class NativeUnwinderTest : public ::testing::Test {
- protected:
-  void SetUp() override { PYPERF_REQUIRE_NATIVE_FIXTURES(); }
-
-  std::unique_ptr<RunningCapture> Start(const std::string& variant, int depth) {
-    std::string error;
-    auto run = pyperf_fixture::StartFixture(variant, depth, &error);
-    EXPECT_TRUE(run) << error;
-    return run;
-  }
-
-  std::vector<NativeFrame> Unwind(NativeUnwinder& unwinder, const NativeSnapshot& snapshot,
-                                  NativeUnwindResult* result = nullptr) {
-    std::vector<NativeFrame> frames;
-    NativeUnwindResult r = unwinder.Unwind(snapshot, &frames);
-    if (result) *result = r;
-    return frames;
-  }
-};
+using NativeUnwinderTest = pyperf_fixture::NativeFixtureTest;
 
 // The frames the fixture must show, leaf first, for the C library's static
 // function printed as `static_name`.
@@ -65,9 +45,8 @@ std::vector<std::string> Prefix(const std::vector<std::string>& names, size_t n)
 TEST_F(NativeUnwinderTest, UnwindsLeafToMainInOrderWithDemangledNames) {
   auto run = Start("debuglink", 2);
   ASSERT_TRUE(run);
-  NativeUnwinder unwinder;
   NativeUnwindResult result;
-  auto frames = Unwind(unwinder, run->snapshot.View(), &result);
+  auto frames = UnwindOnce(run->snapshot.View(), {}, &result);
   auto expected = ExpectedFixtureFrames("fixture_static_step", 2);
   EXPECT_EQ(Prefix(Names(frames), expected.size()), expected) << Join(Names(frames));
   EXPECT_TRUE(result.ok());
@@ -79,8 +58,7 @@ TEST_F(NativeUnwinderTest, UnwindsLeafToMainInOrderWithDemangledNames) {
 TEST_F(NativeUnwinderTest, StrippedStaticFunctionIsModulePlusElfAddress) {
   auto run = Start("stripped", 0);
   ASSERT_TRUE(run);
-  NativeUnwinder unwinder;
-  auto frames = Unwind(unwinder, run->snapshot.View());
+  auto frames = UnwindOnce(run->snapshot.View());
   ASSERT_GE(frames.size(), 4u) << Join(Names(frames));
   std::smatch m;
   ASSERT_TRUE(
@@ -100,8 +78,7 @@ TEST_F(NativeUnwinderTest, StrippedStaticFunctionIsModulePlusElfAddress) {
 TEST_F(NativeUnwinderTest, MiniDebugInfoNamesStaticFunction) {
   auto run = Start("minidebug", 0);
   ASSERT_TRUE(run);
-  NativeUnwinder unwinder;
-  auto frames = Unwind(unwinder, run->snapshot.View());
+  auto frames = UnwindOnce(run->snapshot.View());
   auto expected = ExpectedFixtureFrames("fixture_static_step", 0);
   EXPECT_EQ(Prefix(Names(frames), expected.size()), expected) << Join(Names(frames));
 }
@@ -138,8 +115,7 @@ TEST_F(NativeUnwinderTest, DebugFileUnderUsrLibDebugByBuildIdNamesStaticFunction
   if (!debug.ok()) PYPERF_SKIP_OR_FAIL("cannot write under /usr/lib/debug (needs root)");
   auto run = Start("buildid_host", 0);
   ASSERT_TRUE(run);
-  NativeUnwinder unwinder;
-  auto frames = Unwind(unwinder, run->snapshot.View());
+  auto frames = UnwindOnce(run->snapshot.View());
   auto expected = ExpectedFixtureFrames("fixture_static_step", 0);
   EXPECT_EQ(Prefix(Names(frames), expected.size()), expected) << Join(Names(frames));
 }
@@ -149,9 +125,8 @@ TEST_F(NativeUnwinderTest, StopsAfterTheFirstStopSymbol) {
   ASSERT_TRUE(run);
   NativeUnwinderOptions options;
   options.stop_symbols = {"pyperf_fixture_middle"};
-  NativeUnwinder unwinder(options);
   NativeUnwindResult result;
-  auto frames = Unwind(unwinder, run->snapshot.View(), &result);
+  auto frames = UnwindOnce(run->snapshot.View(), options, &result);
   EXPECT_EQ(Names(frames), (std::vector<std::string>{"pyperf_capture_here", "fixture_static_step",
                                                      "pyperf_fixture_middle"}));
   EXPECT_TRUE(result.reached_stop);
@@ -160,8 +135,7 @@ TEST_F(NativeUnwinderTest, StopsAfterTheFirstStopSymbol) {
   // A C++ stop symbol may be given demangled (or mangled).
   NativeUnwinderOptions cxx;
   cxx.stop_symbols = {kSpin};
-  NativeUnwinder cxx_unwinder(cxx);
-  frames = Unwind(cxx_unwinder, run->snapshot.View(), &result);
+  frames = UnwindOnce(run->snapshot.View(), cxx, &result);
   ASSERT_EQ(frames.size(), 4u) << Join(Names(frames));
   EXPECT_EQ(frames.back().name, kSpin);
   EXPECT_TRUE(result.reached_stop);
@@ -172,9 +146,8 @@ TEST_F(NativeUnwinderTest, MaxDepthBoundsTheStack) {
   ASSERT_TRUE(run);
   NativeUnwinderOptions options;
   options.max_depth = 3;
-  NativeUnwinder unwinder(options);
   NativeUnwindResult result;
-  auto frames = Unwind(unwinder, run->snapshot.View(), &result);
+  auto frames = UnwindOnce(run->snapshot.View(), options, &result);
   EXPECT_EQ(frames.size(), 3u);
   EXPECT_TRUE(result.truncated);
   EXPECT_FALSE(result.error);
@@ -205,8 +178,7 @@ TEST_F(NativeUnwinderTest, InsertDsoNameShowsFullPaths) {
   ASSERT_TRUE(run);
   NativeUnwinderOptions options;
   options.insert_dso_name = true;
-  NativeUnwinder unwinder(options);
-  auto frames = Unwind(unwinder, run->snapshot.View());
+  auto frames = UnwindOnce(run->snapshot.View(), options);
   ASSERT_GE(frames.size(), 3u);
   std::string capture_lib = fs::canonical(FixtureDir() + "/libpyperf_capture.so").string();
   std::string c_lib = fs::canonical(FixtureDir() + "/stripped/libpyperf_fixture_c.so").string();
@@ -218,23 +190,14 @@ TEST_F(NativeUnwinderTest, InsertDsoNameShowsFullPaths) {
 TEST_F(NativeUnwinderTest, PythonThroughCtypesStopsAtEvalFrameDefault) {
   const std::string python = "/usr/bin/python3";
   if (!pyperf_test::FileExists(python)) PYPERF_SKIP_OR_FAIL("no " + python);
-  const std::string script =
-      "import ctypes, sys\n"
-      "lib = ctypes.CDLL(sys.argv[1])\n"
-      "def descend(n):\n"
-      "    if n == 0:\n"
-      "        lib.pyperf_capture_here()\n"
-      "    return descend(n - 1)\n"
-      "descend(3)\n";
   std::string error;
-  auto run = pyperf_fixture::StartCapture(
-      {python, "-c", script, FixtureDir() + "/libpyperf_capture.so"}, {}, &error);
+  auto run =
+      pyperf_fixture::StartCapture(pyperf_fixture::CtypesCaptureCommand(python, 3), {}, &error);
   ASSERT_TRUE(run) << error;
   NativeUnwinderOptions options;
   options.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"};
-  NativeUnwinder unwinder(options);
   NativeUnwindResult result;
-  auto frames = Unwind(unwinder, run->snapshot.View(), &result);
+  auto frames = UnwindOnce(run->snapshot.View(), options, &result);
   ASSERT_FALSE(frames.empty());
   EXPECT_EQ(frames.front().name, "pyperf_capture_here");
   EXPECT_EQ(frames.back().name, "_PyEval_EvalFrameDefault") << Join(Names(frames));
@@ -257,8 +220,7 @@ TEST_F(NativeUnwinderTest, ExitedProcessGivesMarkerFrame) {
   auto run = Start("stripped", 0);
   ASSERT_TRUE(run);
   NativeSnapshot snapshot = run->snapshot.View();
-  run->child->Signal(SIGKILL);
-  run->child->Wait(std::chrono::seconds(10));
+  run->Kill();
   NativeUnwinder unwinder;
   NativeUnwindResult result;
   auto frames = Unwind(unwinder, snapshot, &result);
@@ -270,11 +232,10 @@ TEST_F(NativeUnwinderTest, ExitedProcessGivesMarkerFrame) {
 }
 
 TEST_F(NativeUnwinderTest, MissingRegistersGiveNoRegistersMarker) {
-  NativeUnwinder unwinder;
   NativeSnapshot snapshot;
   snapshot.pid = getpid();
   NativeUnwindResult result;
-  auto frames = Unwind(unwinder, snapshot, &result);
+  auto frames = UnwindOnce(snapshot, {}, &result);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].name, "no registers");
   EXPECT_TRUE(frames[0].error);
@@ -312,8 +273,7 @@ TEST_F(NativeUnwinderTest, RecordedSnapshotReplaysLikeTheLiveProcess) {
   NativeUnwinder live;
   auto live_frames = Unwind(live, run->snapshot.View());
   ASSERT_TRUE(pyperf_fixture::MakeSelfContained(run->capture_dir()).ok());
-  run->child->Signal(SIGKILL);
-  run->child->Wait(std::chrono::seconds(10));
+  run->Kill();
 
   NativeUnwinder replay;
   auto recorded = pyperf_fixture::LoadRecorded(run->capture_dir(), &replay);

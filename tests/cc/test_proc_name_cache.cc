@@ -2,7 +2,6 @@
 // between processes, never stale across pid reuse or exec), their bounds
 // under floods of addresses, age eviction, and the module cache.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,12 +27,7 @@ using pyperf_fixture::RunningCapture;
 
 NameKey Key(uint64_t ino, uint64_t offset) { return NameKey{FileId{8, ino}, offset}; }
 
-CachedName Name(const std::string& text) {
-  CachedName n;
-  n.text = text;
-  n.symbolized = true;
-  return n;
-}
+CachedName Name(const std::string& text) { return {text, /*elf_vaddr=*/0, /*symbolized=*/true}; }
 
 TEST(ProcNameCacheTest, UsesCachedNameAfterFirstLookup) {
   ProcNameCache cache;
@@ -96,26 +90,8 @@ TEST(ProcNameCacheTest, EraseFileDropsOnlyThatFilesNames) {
   EXPECT_NE(cache.Lookup(Key(2, 1)), nullptr);
 }
 
-class NativeCacheTest : public ::testing::Test {
+class NativeCacheTest : public pyperf_fixture::NativeFixtureTest {
  protected:
-  void SetUp() override { PYPERF_REQUIRE_NATIVE_FIXTURES(); }
-  std::unique_ptr<RunningCapture> Start(const std::string& variant, int depth,
-                                        std::vector<std::string> extra = {},
-                                        std::map<std::string, std::string> env = {}) {
-    std::vector<std::string> argv = {FixtureDir() + "/native_fixture", "--depth",
-                                     std::to_string(depth)};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    env["LD_LIBRARY_PATH"] = pyperf_fixture::FixtureLibraryPath(variant);
-    std::string error;
-    auto run = pyperf_fixture::StartCapture(argv, env, &error);
-    EXPECT_TRUE(run) << error;
-    return run;
-  }
-  static std::vector<NativeFrame> Unwind(NativeUnwinder& u, const NativeSnapshot& s) {
-    std::vector<NativeFrame> frames;
-    u.Unwind(s, &frames);
-    return frames;
-  }
   static bool HasName(const std::vector<NativeFrame>& frames, const std::string& name) {
     return std::any_of(frames.begin(), frames.end(),
                        [&](const NativeFrame& f) { return f.name == name; });
@@ -200,8 +176,7 @@ TEST_F(NativeCacheTest, ReusedPidShowsNoOldNames) {
   auto old_frames = Unwind(unwinder, a->snapshot.View());
   ASSERT_TRUE(HasName(old_frames, "fixture_static_step"));
   const pid_t pid = a->snapshot.pid;
-  a->child->Signal(SIGKILL);
-  a->child->Wait(std::chrono::seconds(10));
+  a->Kill();
 
   // Ask the kernel for the same pid again (root only; other forks may race).
   std::unique_ptr<RunningCapture> b;
@@ -233,8 +208,7 @@ TEST_F(NativeCacheTest, ForgetProcessAndExitsDropPerProcessState) {
   EXPECT_EQ(unwinder.stats().processes, 2u);
   unwinder.ForgetProcess(a->snapshot.pid);
   EXPECT_EQ(unwinder.stats().processes, 1u);
-  b->child->Signal(SIGKILL);
-  b->child->Wait(std::chrono::seconds(10));
+  b->Kill();
   unwinder.cache_eviction();
   NativeUnwinderStats s = unwinder.stats();
   EXPECT_EQ(s.processes, 0u);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -61,8 +62,18 @@ struct FieldSpec {
   const char* name;
   pp_s64 pyperf_offsets::*member;
   int width;
-  Probe (*probe)(const PythonVersion& v);
+  std::function<Probe(const PythonVersion& v)> probe;
 };
+
+// A field read the same way in every version.
+std::function<Probe(const PythonVersion&)> Always(Probe probe) {
+  return [probe](const PythonVersion&) { return probe; };
+}
+
+// A field that exists from one version on.
+std::function<Probe(const PythonVersion&)> Since(int major, int minor, Probe probe) {
+  return [=](const PythonVersion& v) { return v.AtLeast(major, minor) ? probe : Absent(); };
+}
 
 #define PYPERF_FIELD(name) #name, &pyperf_offsets::name
 
@@ -77,14 +88,10 @@ const std::vector<FieldSpec>& Fields() {
        [](const PythonVersion& v) {
          return Value(Py3(v) ? PYPERF_STRING_UNICODE : PYPERF_STRING_BYTES);
        }},
-      {PYPERF_FIELD(object_type), 8,
-       [](const PythonVersion&) { return OffsetOf("PyObject", "ob_type"); }},
-      {PYPERF_FIELD(type_name), 8,
-       [](const PythonVersion&) { return OffsetOf("PyTypeObject", "tp_name"); }},
-      {PYPERF_FIELD(tuple_items), 0,
-       [](const PythonVersion&) { return OffsetOf("PyTupleObject", "ob_item"); }},
-      {PYPERF_FIELD(var_object_size), 8,
-       [](const PythonVersion&) { return OffsetOf("PyVarObject", "ob_size"); }},
+      {PYPERF_FIELD(object_type), 8, Always(OffsetOf("PyObject", "ob_type"))},
+      {PYPERF_FIELD(type_name), 8, Always(OffsetOf("PyTypeObject", "tp_name"))},
+      {PYPERF_FIELD(tuple_items), 0, Always(OffsetOf("PyTupleObject", "ob_item"))},
+      {PYPERF_FIELD(var_object_size), 8, Always(OffsetOf("PyVarObject", "ob_size"))},
       {PYPERF_FIELD(string_data), 0,
        [](const PythonVersion& v) {
          return Py3(v) ? SizeOf("PyASCIIObject") : OffsetOf("PyStringObject", "ob_sval");
@@ -100,14 +107,10 @@ const std::vector<FieldSpec>& Fields() {
        }},
       {PYPERF_FIELD(compact_unicode_data), 0,
        [](const PythonVersion& v) { return Py3(v) ? SizeOf("PyCompactUnicodeObject") : Absent(); }},
-      {PYPERF_FIELD(code_filename), 8,
-       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_filename"); }},
-      {PYPERF_FIELD(code_name), 8,
-       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_name"); }},
-      {PYPERF_FIELD(code_firstlineno), 4,
-       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_firstlineno"); }},
-      {PYPERF_FIELD(code_argcount), 4,
-       [](const PythonVersion&) { return OffsetOf("PyCodeObject", "co_argcount"); }},
+      {PYPERF_FIELD(code_filename), 8, Always(OffsetOf("PyCodeObject", "co_filename"))},
+      {PYPERF_FIELD(code_name), 8, Always(OffsetOf("PyCodeObject", "co_name"))},
+      {PYPERF_FIELD(code_firstlineno), 4, Always(OffsetOf("PyCodeObject", "co_firstlineno"))},
+      {PYPERF_FIELD(code_argcount), 4, Always(OffsetOf("PyCodeObject", "co_argcount"))},
       {PYPERF_FIELD(code_varnames), 8,
        [](const PythonVersion& v) {
          return OffsetOf("PyCodeObject", v.AtLeast(3, 11) ? "co_localsplusnames" : "co_varnames");
@@ -117,9 +120,7 @@ const std::vector<FieldSpec>& Fields() {
          return OffsetOf("PyCodeObject", v.AtLeast(3, 10) ? "co_linetable" : "co_lnotab");
        }},
       {PYPERF_FIELD(code_code_adaptive), 0,
-       [](const PythonVersion& v) {
-         return v.AtLeast(3, 11) ? OffsetOf("PyCodeObject", "co_code_adaptive") : Absent();
-       }},
+       Since(3, 11, OffsetOf("PyCodeObject", "co_code_adaptive"))},
       {PYPERF_FIELD(code_code), 8,
        [](const PythonVersion& v) {
          return v.AtLeast(3, 11) ? Absent() : OffsetOf("PyCodeObject", "co_code");
@@ -176,28 +177,19 @@ const std::vector<FieldSpec>& Fields() {
        [](const PythonVersion& v) {
          return Py311To312(v) ? OffsetOf("_PyCFrame", "current_frame") : Absent();
        }},
-      {PYPERF_FIELD(tstate_next), 8,
-       [](const PythonVersion&) { return OffsetOf("PyThreadState", "next"); }},
-      {PYPERF_FIELD(tstate_thread_id), 8,
-       [](const PythonVersion&) { return OffsetOf("PyThreadState", "thread_id"); }},
+      {PYPERF_FIELD(tstate_next), 8, Always(OffsetOf("PyThreadState", "next"))},
+      {PYPERF_FIELD(tstate_thread_id), 8, Always(OffsetOf("PyThreadState", "thread_id"))},
       {PYPERF_FIELD(tstate_native_thread_id), 8,
-       [](const PythonVersion& v) {
-         return v.AtLeast(3, 11) ? OffsetOf("PyThreadState", "native_thread_id") : Absent();
-       }},
+       Since(3, 11, OffsetOf("PyThreadState", "native_thread_id"))},
       {PYPERF_FIELD(interp_tstate_head), 8,
        [](const PythonVersion& v) {
          return OffsetOf("PyInterpreterState", v.AtLeast(3, 11) ? "threads.head" : "tstate_head");
        }},
-      {PYPERF_FIELD(interp_next), 8,
-       [](const PythonVersion&) { return OffsetOf("PyInterpreterState", "next"); }},
+      {PYPERF_FIELD(interp_next), 8, Always(OffsetOf("PyInterpreterState", "next"))},
       {PYPERF_FIELD(runtime_interp_main), 8,
-       [](const PythonVersion& v) {
-         return v.AtLeast(3, 7) ? OffsetOf("_PyRuntimeState", "interpreters.main") : Absent();
-       }},
+       Since(3, 7, OffsetOf("_PyRuntimeState", "interpreters.main"))},
       {PYPERF_FIELD(runtime_interp_head), 8,
-       [](const PythonVersion& v) {
-         return v.AtLeast(3, 7) ? OffsetOf("_PyRuntimeState", "interpreters.head") : Absent();
-       }},
+       Since(3, 7, OffsetOf("_PyRuntimeState", "interpreters.head"))},
   };
   return fields;
 }

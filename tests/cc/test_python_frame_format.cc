@@ -1,6 +1,10 @@
 // Tests for how Python frames are spelled in collapsed stacks.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "FrameSpelling.h"
 #include "PythonFrameFormat.h"
 
@@ -10,43 +14,59 @@ namespace {
 // The text of a Python frame with the suffix FrameSpelling gives it.
 std::string Python(const std::string& text) { return text + std::string(kPythonSuffix); }
 
+// PythonModuleName of each file, against the module expected.
+void ExpectModuleNames(const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [file, module] : cases) EXPECT_EQ(PythonModuleName(file), module) << file;
+}
+
 TEST(PythonModuleName, StripsTheStandardLibraryDirectory) {
-  EXPECT_EQ(PythonModuleName("/usr/lib/python3.11/json/decoder.py"), "json.decoder");
-  EXPECT_EQ(PythonModuleName("/root/.pyenv/versions/3.12.1/lib/python3.12/threading.py"),
-            "threading");
-  EXPECT_EQ(PythonModuleName("/usr/lib64/python3.9/os.py"), "os");
-  EXPECT_EQ(PythonModuleName("/opt/py/lib/python3.13t/json/decoder.py"), "json.decoder");
-  EXPECT_EQ(PythonModuleName("/usr/lib/python2.7/os.py"), "os");
+  ExpectModuleNames({
+      {"/usr/lib/python3.11/json/decoder.py", "json.decoder"},
+      {"/root/.pyenv/versions/3.12.1/lib/python3.12/threading.py", "threading"},
+      {"/usr/lib64/python3.9/os.py", "os"},
+      {"/opt/py/lib/python3.13t/json/decoder.py", "json.decoder"},
+      {"/usr/lib/python2.7/os.py", "os"},
+  });
 }
 
 TEST(PythonModuleName, StripsPackageDirectories) {
-  EXPECT_EQ(PythonModuleName("/app/site-packages/requests/api.py"), "requests.api");
-  EXPECT_EQ(PythonModuleName("/usr/lib/python3/dist-packages/apt/cache.py"), "apt.cache");
-  // A virtualenv's site-packages lies inside lib/pythonX.Y: the last one wins.
-  EXPECT_EQ(PythonModuleName("/venv/lib/python3.11/site-packages/flask/app.py"), "flask.app");
+  ExpectModuleNames({
+      {"/app/site-packages/requests/api.py", "requests.api"},
+      {"/usr/lib/python3/dist-packages/apt/cache.py", "apt.cache"},
+      // A virtualenv's site-packages lies inside lib/pythonX.Y: the last one wins.
+      {"/venv/lib/python3.11/site-packages/flask/app.py", "flask.app"},
+  });
 }
 
 TEST(PythonModuleName, ScriptOutsideLibrariesIsNamedByItsPath) {
-  EXPECT_EQ(PythonModuleName("/work/x/app.py"), "work.x.app");
-  EXPECT_EQ(PythonModuleName("app.py"), "app");
-  EXPECT_EQ(PythonModuleName("./tools/run.py"), "tools.run");
+  ExpectModuleNames({
+      {"/work/x/app.py", "work.x.app"},
+      {"app.py", "app"},
+      {"./tools/run.py", "tools.run"},
+  });
 }
 
 TEST(PythonModuleName, PackageInitIsNamedAfterThePackage) {
-  EXPECT_EQ(PythonModuleName("/usr/lib/python3.11/json/__init__.py"), "json");
-  EXPECT_EQ(PythonModuleName("__init__.py"), "__init__");
+  ExpectModuleNames({
+      {"/usr/lib/python3.11/json/__init__.py", "json"},
+      {"__init__.py", "__init__"},
+  });
 }
 
 TEST(PythonModuleName, LookalikeDirectoriesAreNotLibraryDirectories) {
-  EXPECT_EQ(PythonModuleName("/home/u/python3.11/x.py"), "home.u.python3.11.x");
-  EXPECT_EQ(PythonModuleName("/srv/lib/pythonic/x.py"), "srv.lib.pythonic.x");
+  ExpectModuleNames({
+      {"/home/u/python3.11/x.py", "home.u.python3.11.x"},
+      {"/srv/lib/pythonic/x.py", "srv.lib.pythonic.x"},
+  });
 }
 
 TEST(PythonModuleName, SpecialFileNames) {
-  EXPECT_EQ(PythonModuleName("<frozen importlib._bootstrap>"), "importlib._bootstrap");
-  EXPECT_EQ(PythonModuleName("<string>"), "<string>");
-  EXPECT_EQ(PythonModuleName(""), "");
-  EXPECT_EQ(PythonModuleName("/x/ext.pyx"), "x.ext.pyx");
+  ExpectModuleNames({
+      {"<frozen importlib._bootstrap>", "importlib._bootstrap"},
+      {"<string>", "<string>"},
+      {"", ""},
+      {"/x/ext.pyx", "x.ext.pyx"},
+  });
 }
 
 TEST(FormatPythonFrame, MethodOfAClass) {

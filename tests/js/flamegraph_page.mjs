@@ -22,6 +22,10 @@ const unhex = (h) => Buffer.from(h, 'hex').toString('utf8');
 const out = [];
 const emit = (key, value) => out.push(key + '=' + value);
 
+// How long any step may take. Users run the tests on busy hosts (CI shares
+// its two cores), where chromium can be many times slower than on a quiet one;
+// the checks never depend on how fast a step is, only on its result.
+const PATIENCE_MS = 240000;
 const request = { path: [], html: '', search: '', screenshot: '' };
 for (const line of readFileSync(process.argv[2], 'utf8').split('\n')) {
   const eq = line.indexOf('=');
@@ -35,7 +39,8 @@ for (const line of readFileSync(process.argv[2], 'utf8').split('\n')) {
 let browser;
 try {
   const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], timeout: PATIENCE_MS });
   const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
   const url = pathToFileURL(request.html).href;
   page.on('console', (m) => { if (m.type() === 'error') emit('console', hex('console: ' + m.text())); });
@@ -46,8 +51,10 @@ try {
   });
   page.on('request', (r) => { if (r.url() !== url) emit('console', hex('request: ' + r.url())); });
   page.on('requestfailed', (r) => emit('console', hex('request failed: ' + r.url())));
+  page.setDefaultTimeout(PATIENCE_MS);
+  page.setDefaultNavigationTimeout(PATIENCE_MS);
   await page.goto(url, { waitUntil: 'load' });
-  await page.waitForFunction(() => window.pyperfFlameGraph !== undefined, null, { timeout: 10000 });
+  await page.waitForFunction(() => window.pyperfFlameGraph !== undefined, null, { timeout: PATIENCE_MS });
 
   for (const [stack, count] of await page.evaluate(() => window.pyperfFlameGraph.collapsed()))
     emit('collapsed', hex(stack) + ' ' + count);
@@ -67,7 +74,7 @@ try {
       emit('error', hex('the node is in the data but never drawn, even zoomed'));
     } else {
       await target.hover();
-      await page.locator('#tooltip:not([hidden]) .tt-samples').waitFor({ timeout: 5000 });
+      await page.locator('#tooltip:not([hidden]) .tt-samples').waitFor({ timeout: PATIENCE_MS });
       emit('samples', (await page.locator('#tooltip .tt-samples').textContent()).trim());
       emit('percent', (await page.locator('#tooltip .tt-percent').textContent()).trim());
       if (request.screenshot) await page.screenshot({ path: request.screenshot });

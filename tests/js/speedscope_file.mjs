@@ -37,6 +37,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const schemaPath =
     path.join(here, 'node_modules/speedscope/dist/release/file-format-schema.json');
 
+// How long a browser step may take: the tests run on busy hosts too.
+const PATIENCE_MS = 240000;
 const out = ['speedscope_file 1'];
 const oneLine = (text) => String(text).replace(/[\r\n]/g, (m) => (m === '\n' ? '\\n' : '\\r'));
 const schemaError = (message) => out.push(`schema\t${oneLine(message)}`);
@@ -173,8 +175,11 @@ async function loadInApp(file) {
     fs.writeFileSync(script, `speedscope.loadFileFromBase64(${JSON.stringify(path.basename(file))}, ` +
                                  `${JSON.stringify(bytes.toString('base64'))})`);
     const {chromium} = await import('playwright-core');
-    browser = await chromium.launch({executablePath: '/usr/bin/chromium', args: ['--no-sandbox']});
+    browser = await chromium.launch(
+        {executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], timeout: PATIENCE_MS});
     const page = await browser.newPage({viewport: {width: 1280, height: 720}});
+    page.setDefaultTimeout(PATIENCE_MS);
+    page.setDefaultNavigationTimeout(PATIENCE_MS);
     page.on('console', (m) => {
       if (m.type() === 'error' || m.text().startsWith('Failed to load format')) problem(`console: ${m.text()}`);
     });
@@ -195,7 +200,7 @@ async function loadInApp(file) {
     await Promise.race([
       page.waitForFunction(
           (failed) => document.title !== 'speedscope' || document.body.innerText.includes(failed),
-          failed, {timeout: 30000}),
+          failed, {timeout: PATIENCE_MS}),
       alert,
     ]);
     // The flame chart is drawn after the title is set; let it render.

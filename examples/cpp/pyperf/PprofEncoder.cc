@@ -133,6 +133,22 @@ class ProfileBuilder {
     sample->add_value(SaturatingProduct(count, dumped_.sample_period_ns));
   }
 
+  // The id of the message `key` stands for in `ids`. The first time, appends
+  // one to `messages` with the next id (pprof's ids count from 1, in the order
+  // added) and has `fill` write the rest of it.
+  template <typename Ids, typename Key, typename Message, typename Fill>
+  static uint64_t Intern(Ids* ids, const Key& key,
+                         google::protobuf::RepeatedPtrField<Message>* messages, Fill fill) {
+    auto it = ids->find(key);
+    if (it != ids->end()) return it->second;
+    Message* message = messages->Add();
+    const uint64_t id = static_cast<uint64_t>(messages->size());
+    message->set_id(id);
+    fill(message);
+    ids->emplace(key, id);
+    return id;
+  }
+
   // The string table index of `text`, made strict UTF-8 if it is not.
   int64_t String(std::string_view text) {
     auto it = strings_.find(text);
@@ -154,30 +170,20 @@ class ProfileBuilder {
     // "<unknown>" is ours, not the system's (and pprof would simplify it away).
     with_system_name = with_system_name && !name.empty();
     const FunctionKey key{name_id, with_system_name ? name_id : 0, String(filename)};
-    auto it = functions_.find(key);
-    if (it != functions_.end()) return it->second;
-    pb::Function* function = profile_.add_function();
-    const uint64_t id = static_cast<uint64_t>(profile_.function_size());
-    function->set_id(id);
-    function->set_name(key.name);
-    function->set_system_name(key.system_name);
-    function->set_filename(key.filename);
-    functions_.emplace(key, id);
-    return id;
+    return Intern(&functions_, key, profile_.mutable_function(), [&](pb::Function* function) {
+      function->set_name(key.name);
+      function->set_system_name(key.system_name);
+      function->set_filename(key.filename);
+    });
   }
 
   uint64_t Mapping(std::string_view path, std::string_view build_id) {
     const std::pair<int64_t, int64_t> key{String(path), String(build_id)};
-    auto it = mappings_.find(key);
-    if (it != mappings_.end()) return it->second;
-    pb::Mapping* mapping = profile_.add_mapping();
-    const uint64_t id = static_cast<uint64_t>(profile_.mapping_size());
-    mapping->set_id(id);
-    mapping->set_filename(key.first);
-    mapping->set_build_id(key.second);
-    mapping->set_has_functions(true);
-    mappings_.emplace(key, id);
-    return id;
+    return Intern(&mappings_, key, profile_.mutable_mapping(), [&](pb::Mapping* mapping) {
+      mapping->set_filename(key.first);
+      mapping->set_build_id(key.second);
+      mapping->set_has_functions(true);
+    });
   }
 
   // Samples under each mapping (a sample counts once per mapping it touches).
@@ -225,12 +231,13 @@ class ProfileBuilder {
 
   uint64_t Location(const SpelledFrame& frame) {
     auto& known = locations_[static_cast<size_t>(frame.kind)];
-    auto it = known.find(frame.text);
-    if (it != known.end()) return it->second;
+    return Intern(&known, frame.text, profile_.mutable_location(),
+                  [&](pb::Location* location) { FillLocation(frame, location); });
+  }
 
-    pb::Location* location = profile_.add_location();
-    const uint64_t id = static_cast<uint64_t>(profile_.location_size());
-    location->set_id(id);
+  // A new location's line (its function, and a Python frame's line number)
+  // and, for a native or kernel frame, its mapping.
+  void FillLocation(const SpelledFrame& frame, pb::Location* location) {
     pb::Line* line = location->add_line();
     switch (frame.kind) {
       case FrameKind::kPython: {
@@ -264,8 +271,6 @@ class ProfileBuilder {
         line->set_function_id(Function(frame.text, false, ""));
         break;
     }
-    known.emplace(frame.text, id);
-    return id;
   }
 
   const DumpedProfile& dumped_;

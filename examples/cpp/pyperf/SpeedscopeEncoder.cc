@@ -269,33 +269,17 @@ void AppendSpeedscopeJsonString(std::string_view text, std::string* out) {
   for (size_t i = 0; i < text.size();) {
     unsigned char c = text[i];
     if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out->append("\\\"");
-          break;
-        case '\\':
-          out->append("\\\\");
-          break;
-        case '\n':
-          out->append("\\n");
-          break;
-        case '\r':
-          out->append("\\r");
-          break;
-        case '\t':
-          out->append("\\t");
-          break;
-        case '<':
-        case '>':
-        case '&':
-        case 0x7f:
-          AppendUnicodeEscape(c, out);
-          break;
-        default:
-          if (c < 0x20)
-            AppendUnicodeEscape(c, out);
-          else
-            out->push_back(static_cast<char>(c));
+      // JSON's two-character escapes: kEscaped[k] is written as a backslash
+      // and kEscapeLetters[k].
+      static constexpr std::string_view kEscaped = "\"\\\n\r\t", kEscapeLetters = "\"\\nrt";
+      const size_t escape = kEscaped.find(static_cast<char>(c));
+      if (escape != std::string_view::npos) {
+        out->push_back('\\');
+        out->push_back(kEscapeLetters[escape]);
+      } else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&') {
+        AppendUnicodeEscape(c, out);
+      } else {
+        out->push_back(static_cast<char>(c));
       }
       ++i;
       continue;

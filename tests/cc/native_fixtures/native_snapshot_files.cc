@@ -29,6 +29,19 @@ std::string FixtureLibraryPath(const std::string& variant) {
   return FixtureDir() + "/" + variant + ":" + FixtureDir();
 }
 
+std::vector<std::string> CtypesCaptureCommand(const std::string& python, int depth) {
+  const std::string script =
+      "import ctypes, sys\n"
+      "lib = ctypes.CDLL(sys.argv[1])\n"
+      "def descend(n):\n"
+      "    if n == 0:\n"
+      "        lib.pyperf_capture_here()\n"
+      "    return descend(n - 1)\n"
+      "descend(" +
+      std::to_string(depth) + ")\n";
+  return {python, "-c", script, FixtureDir() + "/libpyperf_capture.so"};
+}
+
 Result<CapturedSnapshot> ReadCapture(const std::string& dir) {
   auto regs = pyperf::ReadFile(dir + "/regs");
   auto stack = pyperf::ReadFile(dir + "/stack.bin");

@@ -29,6 +29,10 @@ std::string SnapshotDir();
 // LD_LIBRARY_PATH for running native_fixture with one variant of the C
 // library ("full", "stripped", "debuglink", "minidebug", "buildid", ...).
 std::string FixtureLibraryPath(const std::string& variant);
+// `python -c SCRIPT libpyperf_capture.so`: the interpreter loads the capture
+// library through ctypes and calls pyperf_capture_here() `depth` Python calls
+// deep (libffi, _ctypes and eval-loop frames between it and the Python ones).
+std::vector<std::string> CtypesCaptureCommand(const std::string& python, int depth);
 
 struct CapturedSnapshot {
   pid_t pid = 0;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -37,6 +39,11 @@ struct RunningCapture {
   std::unique_ptr<pyperf_test::ChildProcess> child;
   CapturedSnapshot snapshot;
   std::string capture_dir() const { return dir.path(); }
+  // Kills the process and reaps it; the capture stays.
+  void Kill() {
+    child->Signal(SIGKILL);
+    child->Wait(std::chrono::seconds(10));
+  }
 };
 
 // Starts argv with PYPERF_CAPTURE_DIR set (plus env) and waits for the capture.
@@ -61,12 +68,48 @@ inline std::unique_ptr<RunningCapture> StartCapture(const std::vector<std::strin
   return run;
 }
 
-// native_fixture --depth N with one variant of the C library.
+// native_fixture --depth N [extra...] with one variant of the C library.
 inline std::unique_ptr<RunningCapture> StartFixture(const std::string& variant, int depth,
-                                                    std::string* error) {
-  return StartCapture({FixtureDir() + "/native_fixture", "--depth", std::to_string(depth)},
-                      {{"LD_LIBRARY_PATH", FixtureLibraryPath(variant)}}, error);
+                                                    std::string* error,
+                                                    const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {FixtureDir() + "/native_fixture", "--depth",
+                                   std::to_string(depth)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return StartCapture(argv, {{"LD_LIBRARY_PATH", FixtureLibraryPath(variant)}}, error);
 }
+
+// The base of the tests that unwind native_fixture processes: they skip (fail
+// under PYPERF_TEST_STRICT=1) where the fixtures are not built.
+class NativeFixtureTest : public ::testing::Test {
+ protected:
+  void SetUp() override { PYPERF_REQUIRE_NATIVE_FIXTURES(); }
+
+  // StartFixture; null, with the reason as a test failure, if it did not capture.
+  std::unique_ptr<RunningCapture> Start(const std::string& variant, int depth,
+                                        const std::vector<std::string>& extra = {}) {
+    std::string error;
+    auto run = StartFixture(variant, depth, &error, extra);
+    EXPECT_TRUE(run) << error;
+    return run;
+  }
+
+  static std::vector<pyperf::NativeFrame> Unwind(pyperf::NativeUnwinder& unwinder,
+                                                 const pyperf::NativeSnapshot& snapshot,
+                                                 pyperf::NativeUnwindResult* result = nullptr) {
+    std::vector<pyperf::NativeFrame> frames;
+    pyperf::NativeUnwindResult r = unwinder.Unwind(snapshot, &frames);
+    if (result) *result = r;
+    return frames;
+  }
+
+  // One unwind by a new unwinder with `options`.
+  static std::vector<pyperf::NativeFrame> UnwindOnce(
+      const pyperf::NativeSnapshot& snapshot, const pyperf::NativeUnwinderOptions& options = {},
+      pyperf::NativeUnwindResult* result = nullptr) {
+    pyperf::NativeUnwinder unwinder(options);
+    return Unwind(unwinder, snapshot, result);
+  }
+};
 
 inline std::vector<std::string> Names(const std::vector<pyperf::NativeFrame>& frames) {
   std::vector<std::string> names;

@@ -36,15 +36,7 @@ int main(int argc, char** argv) {
          {{"LD_LIBRARY_PATH", pyperf_fixture::FixtureLibraryPath("stripped")}});
   const char* python = "/usr/bin/python3";
   if (access(python, X_OK) == 0) {
-    const std::string script =
-        "import ctypes, sys\n"
-        "lib = ctypes.CDLL(sys.argv[1])\n"
-        "def descend(n):\n"
-        "    if n == 0:\n"
-        "        lib.pyperf_capture_here()\n"
-        "    return descend(n - 1)\n"
-        "descend(6)\n";
-    record("python3_ctypes", {python, "-c", script, fixture + "/libpyperf_capture.so"}, {});
+    record("python3_ctypes", pyperf_fixture::CtypesCaptureCommand(python, 6), {});
   } else {
     printf("python3_ctypes: skipped, no %s\n", python);
   }

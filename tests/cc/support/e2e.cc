@@ -50,6 +50,13 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
   return child;
 }
 
+void AnyPythonWorkloadTest::SetUp() {
+  python_ = AnyInterpreter();
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python_, "no Python interpreter installed");
+  workload_ = StartWorkload(*python_, script_);
+  ASSERT_NE(workload_, nullptr);
+}
+
 std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args,
                                           const ChildProcess::Options& options) {
   std::vector<std::string> argv = {PyPerfBinary()};
@@ -78,6 +85,27 @@ PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
   }
   EXPECT_EQ(pyperf.ExitCode(), 0) << "stderr:\n" << pyperf.Stderr();
   return PyPerfRun{ParseCollapsed(pyperf.Stdout()), pyperf.Stderr()};
+}
+
+PyPerfRun ProfileUntilEachRan(const std::vector<std::string>& args, const std::vector<pid_t>& pids,
+                              std::chrono::milliseconds cpu, const std::string& what,
+                              std::chrono::milliseconds timeout) {
+  auto pyperf = StartPyPerf(args);
+  EXPECT_TRUE(WaitForStderr(*pyperf, "Ready to profile", timeout))
+      << what << ": PyPerf never got ready; stderr:\n"
+      << pyperf->Stderr();
+  const uint64_t ticks = static_cast<uint64_t>(sysconf(_SC_CLK_TCK)) * cpu.count() / 1000;
+  std::vector<uint64_t> from;
+  for (pid_t pid : pids) from.push_back(CpuTicks(pid));
+  auto all_ran = [&] {
+    for (size_t i = 0; i < pids.size(); ++i)
+      if (CpuTicks(pids[i]) < from[i] + ticks) return false;
+    return true;
+  };
+  EXPECT_TRUE(WaitFor([&] { return all_ran() || !pyperf->Running(); }, timeout) && all_ran())
+      << what << ": the profiled processes did not all run " << cpu.count() << " ms of CPU";
+  pyperf->Signal(SIGTERM);
+  return FinishPyPerf(*pyperf, what, timeout);
 }
 
 std::optional<uint64_t> DumpCounter(const std::string& stderr_text, const std::string& name) {
@@ -113,6 +141,14 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
   std::cout << "[ e2e ] " << matching << " of " << total << " samples (" << percent << "%) " << what
             << std::endl;
   return percent;
+}
+
+std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine>& lines,
+                                                 const std::vector<std::string>& functions,
+                                                 bool rooted, double min_percent,
+                                                 const std::string& what) {
+  ExpectShareOfSamples(lines, PythonStackEndsWith(functions, rooted), min_percent, what);
+  return LinesEndingWith(lines, functions, rooted);
 }
 
 std::optional<Interpreter> AnyInterpreter() {
@@ -204,6 +240,42 @@ size_t OpenFdCount(pid_t pid) {
        !error && it != end; it.increment(error))
     ++n;
   return n;
+}
+
+std::optional<pid_t> ThreadRunning(const CollapsedProfile& profile, pid_t pid,
+                                   const std::string& function,
+                                   const std::optional<std::string>& class_name) {
+  auto tids = profile.TidsWhere([&](const CollapsedLine& line) {
+    return line.pid == pid &&
+           std::any_of(line.frames.begin(), line.frames.end(), [&](const std::string& f) {
+             return IsPythonFunction(f, function, class_name);
+           });
+  });
+  EXPECT_EQ(tids.size(), 1u) << "threads of pid " << pid << " running " << function;
+  if (tids.size() != 1) return std::nullopt;
+  return tids[0];
+}
+
+void ExpectWellFormed(const std::vector<CollapsedLine>& lines, bool every_frame_has_a_kind) {
+  size_t reported = 0;
+  for (const auto& line : lines) {
+    if (reported >= 5) break;  // enough to see the problem
+    if (auto problem = FrameOrderProblem(line)) {
+      ADD_FAILURE() << "frames out of order: " << *problem << "\n  in: " << line.text;
+      ++reported;
+    }
+    for (const auto& frame : line.frames) {
+      if (every_frame_has_a_kind && KindOf(frame) == FrameKind::kUnknown) {
+        ADD_FAILURE() << "frame without a kind suffix: \"" << frame << "\"\n  in: " << line.text;
+        ++reported;
+      }
+      std::string why;
+      if (KindOf(frame) == FrameKind::kPython && !ParsePythonFrame(frame, &why)) {
+        ADD_FAILURE() << "badly spelled Python frame: " << why << "\n  in: " << line.text;
+        ++reported;
+      }
+    }
+  }
 }
 
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines) {

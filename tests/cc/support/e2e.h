@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/collapsed.h"
@@ -19,6 +20,9 @@ namespace pyperf_test {
 
 // How long a workload may take to print its "ready" line.
 inline constexpr std::chrono::seconds kWorkloadReadyTimeout{30};
+// How long a PyPerf run of a few seconds (-d) may take: its startup (BPF
+// compile and load) plus the run, with room for a busy machine.
+inline constexpr std::chrono::seconds kPyPerfTimeout{90};
 
 // The interpreter for `spec`: "X.Y" is pyenv's X.Y.z, a path is that binary,
 // named after its path ("/usr/bin/python3.11" -> "usr-bin-python3.11").
@@ -42,6 +46,21 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
                                             const std::vector<std::string>& args = {},
                                             const std::map<std::string, std::string>& env = {});
 
+// A fixture whose SetUp starts tests/cc/workloads/<script> (the script the
+// derived fixture names) on AnyInterpreter(); it skips the test (fails it in
+// strict mode) when there is no interpreter or no BPF.
+class AnyPythonWorkloadTest : public ::testing::Test {
+ protected:
+  explicit AnyPythonWorkloadTest(std::string script) : script_(std::move(script)) {}
+  void SetUp() override;
+
+  std::optional<Interpreter> python_;
+  std::unique_ptr<ChildProcess> workload_;
+
+ private:
+  std::string script_;
+};
+
 // Starts the built PyPerf with `args`.
 std::unique_ptr<ChildProcess> StartPyPerf(const std::vector<std::string>& args,
                                           const ChildProcess::Options& options = {});
@@ -60,6 +79,15 @@ struct PyPerfRun {
 // it does not exit 0 or writes lines gProfiler could not read.
 PyPerfRun FinishPyPerf(ChildProcess& pyperf, const std::string& what,
                        std::chrono::milliseconds timeout);
+
+// Runs PyPerf with `args` (no -d: it runs until signalled) until, after it is
+// ready, every process of `pids` has used `cpu` of CPU time (or `timeout`
+// passes: a failure), then SIGTERMs it and returns what it wrote, as
+// FinishPyPerf. A fixed duration would give a starved process no samples on
+// a busy host; this gives each the same amount of running, however busy.
+PyPerfRun ProfileUntilEachRan(const std::vector<std::string>& args, const std::vector<pid_t>& pids,
+                              std::chrono::milliseconds cpu, const std::string& what,
+                              std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
 // PyPerf's dump lines on stderr so far ("PyPerf: samples collected: ...").
 std::vector<std::string> DumpLines(const ChildProcess& pyperf);
@@ -84,6 +112,13 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
                             const std::function<bool(const CollapsedLine&)>& pred,
                             double min_percent, const std::string& what);
 
+// ExpectShareOfSamples for stacks that end in the Python `functions` (from
+// the root, when `rooted`: PythonStackEndsWith); returns the lines that do.
+std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine>& lines,
+                                                 const std::vector<std::string>& functions,
+                                                 bool rooted, double min_percent,
+                                                 const std::string& what);
+
 // The CPU time process `pid` has used (utime + stime), in clock ticks
 // (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a
 // workload to have run, however busy the machine.
@@ -98,6 +133,19 @@ bool WaitForCpu(pid_t pid, std::chrono::milliseconds cpu,
 // descriptors; 0 if it is gone.
 uint64_t VmRssKiB(pid_t pid);
 size_t OpenFdCount(pid_t pid);
+
+// The one thread of `pid` whose stacks contain a Python frame of `function`
+// (of `class_name`, when given); nullopt, with a failure, unless exactly one
+// thread does.
+std::optional<pid_t> ThreadRunning(const CollapsedProfile& profile, pid_t pid,
+                                   const std::string& function,
+                                   const std::optional<std::string>& class_name);
+
+// Checks that hold for every line PyPerf writes: frames in order, every
+// Python frame spelled <module>.<Class.>function (<file>:<line>)_[p], and,
+// with `every_frame_has_a_kind`, no frame without a kind suffix. Reports the
+// first few problems.
+void ExpectWellFormed(const std::vector<CollapsedLine>& lines, bool every_frame_has_a_kind = false);
 
 // The first `max_lines` lines, one per line, for a failure message.
 std::string Excerpt(const std::vector<CollapsedLine>& lines, size_t max_lines = 6);

@@ -81,7 +81,7 @@ FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
   ChildProcess::Options options;
   options.cwd = PYPERF_JS_DIR;  // where node resolves playwright-core from
   CommandResult run = RunCommand({FindInPath("node"), ScriptPath(), request_path},
-                                 std::chrono::seconds(120), options);
+                                 std::chrono::minutes(10), options);
   if (run.exit_code != 0) {
     result.error = "node " + ScriptPath() + " exited " + std::to_string(run.exit_code) + ": " +
                    run.err + run.out;

@@ -1,6 +1,7 @@
 // Readers of PyPerf's option docs: see option_docs.h.
 #include "support/option_docs.h"
 
+#include <algorithm>
 #include <regex>
 #include <sstream>
 
@@ -17,6 +18,16 @@ std::string Trim(const std::string& s) {
 
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The lines after the first one `opens` accepts, up to the next one `closes`
+// accepts (or the end).
+template <typename Opens, typename Closes>
+std::vector<std::string> Section(const std::vector<std::string>& lines, Opens opens,
+                                 Closes closes) {
+  auto begin = std::find_if(lines.begin(), lines.end(), opens);
+  if (begin != lines.end()) ++begin;
+  return {begin, std::find_if(begin, lines.end(), closes)};
 }
 
 // Fills the fields read from the description.
@@ -111,13 +122,12 @@ std::vector<OptionDoc> ParseHelpOptions(const std::string& help) {
 }
 
 std::vector<OptionDoc> ParseReadmeOptions(const std::string& readme) {
+  auto under_heading = Section(
+      SplitLines(readme), [](const std::string& line) { return line == "## Command line"; },
+      [](const std::string&) { return false; });
+  auto is_fence = [](const std::string& line) { return StartsWith(line, "```"); };
   std::vector<OptionDoc> out;
-  std::vector<std::string> lines = SplitLines(readme);
-  size_t i = 0;
-  while (i < lines.size() && lines[i] != "## Command line") ++i;
-  while (i < lines.size() && !StartsWith(lines[i], "```")) ++i;
-  for (++i; i < lines.size() && !StartsWith(lines[i], "```"); ++i) {
-    const std::string& line = lines[i];
+  for (const std::string& line : Section(under_heading, is_fence, is_fence)) {
     if (auto doc = ParseOptionLine(line)) {
       out.push_back(std::move(*doc));
     } else if (!out.empty() && StartsWith(line, "    ")) {
@@ -130,11 +140,11 @@ std::vector<OptionDoc> ParseReadmeOptions(const std::string& readme) {
 }
 
 std::vector<OptionDoc> ParseManPageOptions(const std::string& page) {
+  std::vector<std::string> lines = Section(
+      SplitLines(page), [](const std::string& line) { return line == ".SH OPTIONS"; },
+      [](const std::string& line) { return StartsWith(line, ".SH"); });
   std::vector<OptionDoc> out;
-  std::vector<std::string> lines = SplitLines(page);
-  size_t i = 0;
-  while (i < lines.size() && lines[i] != ".SH OPTIONS") ++i;
-  for (++i; i < lines.size() && !StartsWith(lines[i], ".SH"); ++i) {
+  for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i] != ".TP" || i + 1 >= lines.size()) continue;
     OptionDoc doc;
     std::stringstream tag(ManLine(lines[++i]));
@@ -147,7 +157,7 @@ std::vector<OptionDoc> ParseManPageOptions(const std::string& page) {
         doc.value += (doc.value.empty() ? "" : " ") + token;
       }
     }
-    while (i + 1 < lines.size() && lines[i + 1] != ".TP" && !StartsWith(lines[i + 1], ".SH")) {
+    while (i + 1 < lines.size() && lines[i + 1] != ".TP") {
       std::string text = Trim(ManLine(lines[++i]));
       if (!text.empty()) doc.description += (doc.description.empty() ? "" : " ") + text;
     }

@@ -197,7 +197,7 @@ PprofReadback ReadPprofWithGoTool(const std::string& path,
         go, "tool", "pprof", "-symbolize=none", "-sample_index=samples", "-" + report};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     argv.push_back(path);
-    CommandResult command = RunCommand(argv, std::chrono::seconds(120), options);
+    CommandResult command = RunCommand(argv, std::chrono::minutes(10), options);
     if (command.exit_code != 0) {
       result.error += "go tool pprof -" + report + " " + path + " exited with " +
                       std::to_string(command.exit_code) + ": " + command.err + "\n";

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <utility>
 
 #include "support/e2e.h"
 #include "support/test_support.h"
@@ -28,6 +29,34 @@ bool ParseCount(const std::string& text, uint64_t* value) {
   return true;
 }
 
+// Runs `node tests/js/speedscope_file.mjs args...` and checks its first line
+// is `header`; gives the lines after it, or "" with *error set.
+std::string RunReader(const std::vector<std::string>& args, const std::string& header,
+                      std::string* error) {
+  std::string node = NodeBinary();
+  if (node.empty()) {
+    *error = "node is not installed (scripts/setup.sh installs it)";
+    return "";
+  }
+  std::vector<std::string> argv = {node, std::string(PYPERF_JS_DIR) + "/speedscope_file.mjs"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult run = RunCommand(argv, std::chrono::minutes(10));
+  if (run.exit_code != 0 || run.out.compare(0, header.size(), header) != 0) {
+    std::string command = "node";
+    for (size_t i = 1; i < argv.size(); ++i) command += " " + argv[i];
+    *error = "`" + command + "` exited " + std::to_string(run.exit_code) + ": " +
+             run.err.substr(0, 2000);
+    return "";
+  }
+  return run.out.substr(header.size());
+}
+
+// A reader's line "kind\trest" as {kind, rest}.
+std::pair<std::string, std::string> KindAndRest(const std::string& line) {
+  size_t tab = line.find('\t');
+  return {line.substr(0, tab), tab == std::string::npos ? "" : line.substr(tab + 1)};
+}
+
 }  // namespace
 
 bool SpeedscopeReaderAvailable() { return !NodeBinary().empty(); }
@@ -39,23 +68,10 @@ bool SpeedscopeAppAvailable() {
 
 SpeedscopeAppResult LoadInSpeedscopeApp(const std::string& path) {
   SpeedscopeAppResult result;
-  std::string node = NodeBinary();
-  if (node.empty()) {
-    result.error = "node is not installed (scripts/setup.sh installs it)";
-    return result;
-  }
-  std::string reader = std::string(PYPERF_JS_DIR) + "/speedscope_file.mjs";
-  CommandResult run = RunCommand({node, reader, "--app", path}, std::chrono::seconds(120));
-  const std::string kHeader = "speedscope_app 1\n";
-  if (run.exit_code != 0 || run.out.compare(0, kHeader.size(), kHeader) != 0) {
-    result.error = "`node " + reader + " --app " + path + "` exited " +
-                   std::to_string(run.exit_code) + ": " + run.err.substr(0, 2000);
-    return result;
-  }
-  for (const std::string& line : SplitLines(run.out.substr(kHeader.size()))) {
-    size_t tab = line.find('\t');
-    std::string kind = line.substr(0, tab);
-    std::string rest = tab == std::string::npos ? "" : line.substr(tab + 1);
+  std::string out = RunReader({"--app", path}, "speedscope_app 1\n", &result.error);
+  if (!result.error.empty()) return result;
+  for (const std::string& line : SplitLines(out)) {
+    auto [kind, rest] = KindAndRest(line);
     if (kind == "problem") {
       result.problems.push_back(rest);
     } else if (kind == "title") {
@@ -71,29 +87,16 @@ SpeedscopeAppResult LoadInSpeedscopeApp(const std::string& path) {
 
 SpeedscopeFileResult ReadSpeedscopeFile(const std::string& path, uint64_t sample_period_ns) {
   SpeedscopeFileResult result;
-  std::string node = NodeBinary();
-  if (node.empty()) {
-    result.error = "node is not installed (scripts/setup.sh installs it)";
-    return result;
-  }
-  std::string reader = std::string(PYPERF_JS_DIR) + "/speedscope_file.mjs";
-  CommandResult run =
-      RunCommand({node, reader, path, std::to_string(sample_period_ns)}, std::chrono::seconds(120));
-  const std::string kHeader = "speedscope_file 1\n";
-  if (run.exit_code != 0 || run.out.compare(0, kHeader.size(), kHeader) != 0) {
-    result.error = "`node " + reader + " " + path + "` exited " + std::to_string(run.exit_code) +
-                   ": " + run.err.substr(0, 2000);
-    return result;
-  }
-  size_t start = kHeader.size();
-  while (start < run.out.size()) {
-    size_t end = run.out.find('\n', start);
-    if (end == std::string::npos) end = run.out.size();
-    std::string line = run.out.substr(start, end - start);
+  std::string out =
+      RunReader({path, std::to_string(sample_period_ns)}, "speedscope_file 1\n", &result.error);
+  if (!result.error.empty()) return result;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t end = out.find('\n', start);
+    if (end == std::string::npos) end = out.size();
+    std::string line = out.substr(start, end - start);
     start = end + 1;
-    size_t tab = line.find('\t');
-    std::string kind = line.substr(0, tab);
-    std::string rest = tab == std::string::npos ? "" : line.substr(tab + 1);
+    auto [kind, rest] = KindAndRest(line);
     if (kind == "schema") {
       result.schema_errors.push_back(rest);
     } else if (kind == "format") {

@@ -36,6 +36,14 @@ std::optional<std::string> BpfUnavailableReason();
       PYPERF_SKIP_OR_FAIL("BPF unavailable: " + *why);    \
   } while (0)
 
+// Skips the test with `reason` (fails it in strict mode) unless `python`, a
+// std::optional<Interpreter>, holds an interpreter; then requires BPF.
+#define PYPERF_REQUIRE_PYTHON_AND_BPF(python, reason) \
+  do {                                                \
+    if (!(python)) PYPERF_SKIP_OR_FAIL(reason);       \
+    PYPERF_REQUIRE_BPF();                             \
+  } while (0)
+
 // A temporary directory removed with its contents on destruction.
 class TempDir {
  public:
