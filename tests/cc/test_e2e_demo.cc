@@ -51,12 +51,9 @@ TEST(Demo, TheProfileCommandWritesAFlameGraphThatWorksInChromium) {
   } cleanup{collapsed_file.substr(0, collapsed_file.rfind('/'))};
   EXPECT_NE(demo.out.find("demo: hottest stacks"), std::string::npos) << demo.out;
 
-  std::map<std::string, uint64_t> stacks;
+  const std::map<std::string, uint64_t> stacks = StackCounts(ReadFile(collapsed_file));
   uint64_t total = 0;
-  for (const auto& line : ParseCollapsed(ReadFile(collapsed_file)).lines) {
-    stacks[line.text.substr(0, line.text.rfind(' '))] += line.count;
-    total += line.count;
-  }
+  for (const auto& [stack, count] : stacks) total += count;
   ASSERT_GT(total, 0u) << collapsed_file;
   // checksum_worker, the demo's busiest thread's function (hashlib under it).
   std::string hot;
@@ -77,12 +74,7 @@ TEST(Demo, TheProfileCommandWritesAFlameGraphThatWorksInChromium) {
     size_t at = stack.find(";" + hot_spelled);
     if (at == std::string::npos) continue;
     prefix = stack.substr(0, at + 1 + hot_spelled.size());
-    pyperf::StackHead head;
-    std::vector<pyperf::SpelledFrame> frames;
-    ASSERT_TRUE(pyperf::ParseStackText(prefix, &head, &frames));
-    path = {std::string(head.comm) + "-" + std::to_string(head.pid), std::to_string(head.tid)};
-    for (const auto& f : frames)
-      path.push_back(std::string(f.text) + std::string(pyperf::FrameSuffix(f.kind)));
+    path = FlameGraphNodePath(prefix, SIZE_MAX);
     break;
   }
   uint64_t expected = 0;

@@ -1059,14 +1059,6 @@ INSTANTIATE_TEST_SUITE_P(Targets, VersionsNamesE2E, ::testing::ValuesIn(NameTarg
 // published schema, go tool pprof) and compares them with the collapsed file
 // of the same dump.
 
-// A collapsed dump as stack -> count.
-std::map<std::string, uint64_t> StacksOfDump(const std::string& file) {
-  std::map<std::string, uint64_t> stacks;
-  for (const auto& line : ParseCollapsed(ReadFile(file)).lines)
-    stacks[line.text.substr(0, line.text.rfind(' '))] += line.count;
-  return stacks;
-}
-
 // The pids of `stacks` ("<comm>-<pid>/<tid>;..."), with their sample counts.
 std::map<pid_t, uint64_t> SamplesPerPid(const std::map<std::string, uint64_t>& stacks) {
   std::map<pid_t, uint64_t> per_pid;
@@ -1118,19 +1110,6 @@ const Profiles* PrepareFormats(std::string* skip) {
 
 constexpr uint64_t kPeriodNs = 1000000000 / kFrequencyHz;
 
-// The flame graph's labels down to the `depth`-th frame of a collapsed stack:
-// "<comm>-<pid>", "<tid>", then each frame as spelled (flamegraph_page.h).
-std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth) {
-  pyperf::StackHead head;
-  std::vector<pyperf::SpelledFrame> frames;
-  if (!pyperf::ParseStackText(stack, &head, &frames)) return {};
-  std::vector<std::string> path = {std::string(head.comm) + "-" + std::to_string(head.pid),
-                                   std::to_string(head.tid)};
-  for (size_t i = 0; i < depth && i < frames.size(); ++i)
-    path.push_back(std::string(frames[i].text) + std::string(pyperf::FrameSuffix(frames[i].kind)));
-  return path;
-}
-
 TEST(Formats, SpeedscopeOfEveryLayoutIsValidAndHoldsTheSameSamples) {
   PREPARE_FORMATS_OR_RETURN(profiles);
   std::map<pid_t, uint64_t> per_pid;
@@ -1140,7 +1119,7 @@ TEST(Formats, SpeedscopeOfEveryLayoutIsValidAndHoldsTheSameSamples) {
     SpeedscopeFileResult read = ReadSpeedscopeFile(file, kPeriodNs);
     ASSERT_EQ(read.error, "");
     EXPECT_TRUE(read.schema_errors.empty()) << read.schema_errors.front();
-    const auto collapsed = StacksOfDump(dump);
+    const auto collapsed = StackCounts(ReadFile(dump));
     EXPECT_EQ(read.collapsed, collapsed);
     for (const auto& [pid, count] : SamplesPerPid(read.collapsed)) per_pid[pid] += count;
   }
@@ -1172,7 +1151,7 @@ TEST(Formats, PprofOfEveryLayoutReadsBackWithGoToolPprof) {
     SCOPED_TRACE(dump);
     PprofReadback read = ReadPprofWithGoTool(dump + ".pb.gz");
     ASSERT_EQ(read.error, "");
-    const auto collapsed = StacksOfDump(dump);
+    const auto collapsed = StackCounts(ReadFile(dump));
     std::map<std::string, uint64_t> expected;
     uint64_t total = 0;
     for (const auto& [stack, count] : collapsed) {
@@ -1214,11 +1193,11 @@ TEST(Formats, FlameGraphOfEveryLayoutWorksInChromium) {
   uint64_t largest_total = 0;
   for (const std::string& dump : profiles->current_dumps) {
     uint64_t total = 0;
-    for (const auto& [stack, count] : StacksOfDump(dump)) total += count;
+    for (const auto& [stack, count] : StackCounts(ReadFile(dump))) total += count;
     if (total > largest_total) largest_total = total, largest = dump;
   }
   ASSERT_GT(largest_total, 0u);
-  const auto collapsed = StacksOfDump(largest);
+  const auto collapsed = StackCounts(ReadFile(largest));
   // The hottest stack with a Python frame, and its path down to that frame.
   std::string hottest;
   uint64_t hottest_count = 0;

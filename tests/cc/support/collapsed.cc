@@ -197,6 +197,13 @@ uint64_t SumCounts(const std::vector<CollapsedLine>& lines) {
   return total;
 }
 
+std::map<std::string, uint64_t> StackCounts(const std::string& text) {
+  std::map<std::string, uint64_t> stacks;
+  for (const auto& line : ParseCollapsed(text).lines)
+    stacks[line.text.substr(0, line.text.rfind(' '))] += line.count;
+  return stacks;
+}
+
 uint64_t CollapsedProfile::TotalSamples() const { return SumCounts(lines); }
 
 std::vector<CollapsedLine> CollapsedProfile::OfPid(pid_t pid) const {

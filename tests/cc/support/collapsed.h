@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,10 @@ std::optional<size_t> FirstNonUtf8Byte(const std::string& text);
 CollapsedProfile ParseCollapsed(const std::string& text);
 
 uint64_t SumCounts(const std::vector<CollapsedLine>& lines);
+
+// A collapsed output (ParseCollapsed's checks included) as stack -> count,
+// the stack being the line without its count.
+std::map<std::string, uint64_t> StackCounts(const std::string& text);
 
 // The frames of `line` of one kind, root to leaf.
 std::vector<std::string> FramesOfKind(const CollapsedLine& line, FrameKind kind);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "FrameSpelling.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
 
@@ -125,6 +126,17 @@ FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
   if (result.error.empty() && !saw_found)
     result.error = "the page check printed no result: " + run.err + run.out;
   return result;
+}
+
+std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth) {
+  pyperf::StackHead head;
+  std::vector<pyperf::SpelledFrame> frames;
+  if (!pyperf::ParseStackText(stack, &head, &frames)) return {};
+  std::vector<std::string> path = {std::string(head.comm) + "-" + std::to_string(head.pid),
+                                   std::to_string(head.tid)};
+  for (size_t i = 0; i < depth && i < frames.size(); ++i)
+    path.push_back(std::string(frames[i].text) + std::string(pyperf::FrameSuffix(frames[i].kind)));
+  return path;
 }
 
 }  // namespace pyperf_test

@@ -48,6 +48,11 @@ struct FlameGraphPageResult {
 //    its tooltip read, then clicked to zoom, then the zoom reset.
 //  - `search` ("" = none) is typed into the search box.
 //  - `screenshot_png` ("" = none): a 1280x720 PNG taken with the tooltip shown.
+// The labels of the flame graph's node for the first `depth` frames of a
+// collapsed stack ("<comm>-<pid>/<tid>;frame;..."), as CheckFlameGraphPage
+// takes them; empty if the stack cannot be read back.
+std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth);
+
 FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
                                          const std::vector<std::string>& node_path,
                                          const std::string& search,
