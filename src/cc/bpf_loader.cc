@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "kernel_header_shim.h"
+#include "scoped_nonroot_euid.h"
 
 namespace pyperf {
 namespace {
@@ -55,7 +56,8 @@ Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
                                                      const std::vector<std::string>& cflags) {
   auto shim = KernelHeaderShim::Install();
   if (!shim.ok()) return shim.status();
-  // Start-up work that buys PyPerf nothing, left out:
+  // Start-up work that buys PyPerf nothing, left out (the kallsyms scan too,
+  // below):
   // - the rw engine: JIT-compiled string readers/writers of every map's key
   //   and value, used only by libbcc's untyped (string) table API;
   // - debug info (-g0 overrides libbcc's -g): libbcc turns it into BTF for
@@ -64,7 +66,13 @@ Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
   auto bpf = std::make_unique<ebpf::BPF>(0, nullptr, /*rw_engine_enabled=*/false);
   std::vector<std::string> flags = cflags;
   flags.push_back("-g0");
-  ebpf::StatusTuple st = bpf->init(program, flags);
+  ebpf::StatusTuple st = ebpf::StatusTuple::OK();
+  {
+    // libbcc reads all of /proc/kallsyms during the compile only as root
+    // (see scoped_nonroot_euid.h); the maps it creates need only capabilities.
+    ScopedNonRootEuid skip_kallsyms_scan;
+    st = bpf->init(program, flags);
+  }
   if (!st.ok())
     return Status::Error("cannot compile/load the BPF program: " + st.msg() +
                          " (compiler diagnostics above)");

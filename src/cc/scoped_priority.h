@@ -1,11 +1,13 @@
 // ScopedPriorityBoost: runs the calling thread at a better nice value until
 // Restore() or the end of the scope, then puts the old value back.
 //
-// PyPerf uses it for its start-up only (compiling and loading the BPF program,
+// PyPerf uses it for its start-up (compiling and loading the BPF program,
 // about half a second of CPU): on a host whose cores are all busy, a normal
 // priority leaves it waiting for a CPU for many seconds, longer than
-// gProfiler's 10 s start-up wait. Once sampling, it runs at the priority it was
-// started with, so the processes it watches never wait for it.
+// gProfiler's 10 s start-up wait. And for its stop, once sampling has ended
+// (the queued events, at most a second, and the last dump), which has a
+// deadline too. While sampling, it runs at the priority it was started with,
+// so the processes it watches never wait for it.
 #pragma once
 
 #include <sys/resource.h>

@@ -13,6 +13,7 @@
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
 #include "btf_offsets.h"
+#include "scoped_priority.h"
 
 namespace pyperf {
 namespace {
@@ -426,6 +427,10 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     }
   }
   bpf_->Detach();
+  // Sampling is over: what is left (the queued events, for kStopGrace at most,
+  // and the last dump) runs at the start-up priority, so that cores busy with
+  // the processes PyPerf watched do not hold the final dump past its deadline.
+  ScopedPriorityBoost stop_boost(40);
   DrainEvents();  // what was already in the buffers belongs to this run
   st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
