@@ -51,6 +51,17 @@ class BoundedLruCache {
     Touch(it->second);
     return &it->second->value;
   }
+  // Like Lookup, but a miss is not counted: for a fast path that leaves its
+  // misses to a slower one, which looks them up (and counts them) again.
+  const Value* Probe(const Key& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    ++stats_.hits;
+    Touch(it->second);
+    return &it->second->value;
+  }
+  // Takes back `n` hits of Probe whose lookups are about to be repeated.
+  void UncountHits(uint64_t n) { stats_.hits -= n; }
   // Like Lookup, without counting or touching.
   const Value* Peek(const Key& key) const {
     auto it = index_.find(key);

@@ -44,6 +44,8 @@ class FrameWriter {
     out_->resize(n_);
   }
   size_t size() const { return n_; }
+  // Forgets the frames written so far (their strings are kept for reuse).
+  void Rewind() { n_ = 0; }
 
  private:
   std::vector<NativeFrame>* out_;

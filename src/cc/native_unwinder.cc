@@ -1,7 +1,8 @@
 // NativeUnwinder: see native_unwinder.h. The per-process state lives in
 // process_unwind_state.h, what is read of a process in target_process.h and
-// libunwind's accessors in unwind_accessors.h; this file holds the processes
-// and caches, and the one unwind loop with its two strategies.
+// libunwind's accessors in unwind_accessors.h, the fast path that needs no
+// libunwind in cached_rule_walk.h; this file holds the processes and caches,
+// and the one unwind loop with its two strategies.
 #include "native_unwinder.h"
 
 #include <libunwind.h>
@@ -10,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cached_rule_walk.h"
+#include "eh_frame_reader.h"
 #include "native_frame_name.h"
 #include "native_frame_writer.h"
 #include "native_module.h"
@@ -240,6 +243,9 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
       return;
     }
     out->elf_vaddr = *vaddr;
+    // The rule at the same address libunwind looks its FDE up by (the leaf's
+    // ip, a caller's ip-1), read from the same file.
+    out->rule = EhFrameReader(*module).RuleFor(*vaddr);
     out->symbolized = FormatNativeFrameName(module, path, *vaddr, dso, &out->text);
     if (out->symbolized) {
       out->is_stop = impl_->IsStopSymbol(module->SymbolName(*module->FindSymbol(*vaddr)));
@@ -336,6 +342,15 @@ NativeUnwindResult NativeUnwinder::Impl::UnwindCached(const NativeSnapshot& s, F
     unw_flush_cache(p->address_space.get(), 0, 0);
     p->flush_unwind_cache = false;
   }
+  // A stack whose every frame is cached: no libunwind at all.
+  if (WalkWithCachedRules(s, p, &names_, options_.max_depth, w, &result)) {
+    ++counts_.fast_unwinds;
+    return result;
+  }
+  ++counts_.fast_unwinds_abandoned;
+  names_.UncountHits(w->size());  // the libunwind walk looks them up again
+  w->Rewind();
+  result = NativeUnwindResult();
   CachedStrategy strategy(this, p);
   return Walk(s, p, p->address_space.get(), &strategy, w);
 }

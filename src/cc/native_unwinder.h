@@ -11,6 +11,16 @@
 // There is one unwind loop with two strategies: through the caches (steady
 // state), or every frame resolved from scratch (set_cache_enabled(false)).
 //
+// With the caches on, a sample is first walked without libunwind at all
+// (cached_rule_walk.h): each name cache entry also holds the frame's unwind
+// rule at that address, read once from the file's .eh_frame by our own reader
+// (eh_frame_reader.h), so a cached frame costs a mapping lookup, a hash
+// lookup and a read or two of the stack copy. Any frame not cached yet, or
+// whose rule is not one of the simple shapes (CFA on RSP or RBP, return
+// address and RBP saved at CFA+n), or a read outside the stack copy, sends
+// the whole sample to libunwind, which fills the cache. Both give the same
+// frames; stats() counts which way each unwind went.
+//
 // Names never lie: a symbol is printed only for an address inside it, else
 // `module+0xADDR` with ADDR in the ELF file's own terms (see
 // native_frame_name.h). Names are cached by (file identity, offset), shared by
@@ -110,6 +120,10 @@ struct NativeUnwinderStats {
   uint64_t processes_dropped = 0;  // exited, reused, exec'd or forgotten
   uint64_t maps_reads = 0;         // /proc/PID/maps parses
   uint64_t unwinds = 0;
+  // Unwinds done from the name cache's rules alone, without libunwind; and
+  // those that started so but had to be redone with libunwind.
+  uint64_t fast_unwinds = 0;
+  uint64_t fast_unwinds_abandoned = 0;
   uint64_t frames = 0;
   uint64_t errors = 0;  // unwinds that ended with a marker frame
   uint64_t rounds = 0;  // cache_eviction calls

@@ -1,6 +1,8 @@
 // ProcNameCache: (device, inode, offset in the file) -> the printed frame name
 // (symbol or `module+0xaddr`), i.e. the result of what used to be a
-// unw_get_proc_name call for every frame of every sample.
+// unw_get_proc_name call for every frame of every sample, and the frame's
+// unwind rule at that address (frame_rule.h), so that a stack seen before is
+// unwound from this cache alone (cached_rule_walk.h).
 //
 // Keyed by the mapped FILE, never by pid, so ten processes running the same
 // libpython share entries and a reused pid or an exec can never pick up another
@@ -15,6 +17,7 @@
 
 #include "bounded_lru_cache.h"
 #include "file_id.h"
+#include "frame_rule.h"
 
 namespace pyperf {
 
@@ -30,12 +33,15 @@ struct NameKeyHash {
   }
 };
 
-// What a frame is printed as, for one (file, offset).
+// What a frame is printed as, and how to unwind it, for one (file, offset).
 struct CachedName {
   std::string text;         // "sym", "sym (/path)", "module+0xaddr", ...
   uint64_t elf_vaddr = 0;   // the address in the ELF file's own terms (0 if unknown)
   bool symbolized = false;  // text names a symbol containing the address
   bool is_stop = false;     // the symbol is in the unwinder's stop set
+  // How to step to the caller from this address (simple == false: only
+  // libunwind can).
+  FrameRule rule = FrameRule();
 };
 
 struct CachedNameBytes {

@@ -1,0 +1,82 @@
+// The unwinder's fast path; see cached_rule_walk.h. Each step mirrors what
+// libunwind 1.6 does for a DWARF row on x86-64 (dwarf/Gparser.c
+// apply_reg_state, x86_64/Gstep.c), restricted to the rules FrameRule holds.
+#include "cached_rule_walk.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace pyperf {
+
+namespace {
+
+// 8 bytes of the stack copy at addr, as the accessors read them first.
+bool ReadStack(const NativeSnapshot& s, uint64_t addr, uint64_t* value) {
+  if (addr < s.sp || addr - s.sp > s.stack_len || s.stack_len - (addr - s.sp) < sizeof(*value)) {
+    return false;
+  }
+  memcpy(value, s.stack + (addr - s.sp), sizeof(*value));
+  return true;
+}
+
+}  // namespace
+
+bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
+                         size_t max_depth, FrameWriter* w, NativeUnwindResult* result) {
+  // libunwind's cursor: the CFA doubles as RSP, and RBP is either a value or
+  // the stack slot it was saved in (read only when a CFA needs it).
+  uint64_t ip = s.ip, cfa = s.sp;
+  uint64_t rbp = s.bp, rbp_slot = 0;
+  bool rbp_read = true;
+  for (size_t depth = 0;; ++depth) {
+    if (ip == 0) return true;
+    // A return address is just past the call; ip-1 is inside the caller.
+    const uint64_t addr = depth == 0 ? ip : ip - 1;
+    const ExecMapping* m = process->Find(addr);
+    if (!m || m->kind == ExecMapping::kAnonymous) return false;
+    const CachedName* name = names->Probe(NameKey{m->file, addr - m->start + m->pgoff});
+    if (!name) return false;
+    NativeFrame& f = w->Next();
+    f.address = addr;
+    f.name.assign(name->text);
+    f.elf_address = name->elf_vaddr;
+    f.symbolized = name->symbolized;
+    f.file = m->file;
+    if (name->is_stop) {
+      result->reached_stop = true;
+      return true;
+    }
+    if (w->size() >= max_depth) {
+      result->truncated = true;
+      return true;
+    }
+
+    const FrameRule& rule = name->rule;
+    if (!rule.simple) return false;
+    uint64_t base = cfa;
+    if (rule.cfa_base == FrameRule::CfaBase::kRbp) {
+      if (!rbp_read && !ReadStack(s, rbp_slot, &rbp)) return false;
+      rbp_read = true;
+      base = rbp;
+    }
+    const uint64_t next_cfa = base + static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
+    uint64_t next_ip = 0;  // an undefined return address: the outermost frame
+    if (rule.return_address == FrameRule::Saved::kAtCfa &&
+        !ReadStack(s, next_cfa + static_cast<uint64_t>(int64_t{rule.return_address_offset}),
+                   &next_ip)) {
+      return false;
+    }
+    // libunwind fails such a step with a marker frame: leave it to libunwind.
+    if (next_ip == ip && next_cfa == cfa) return false;
+    // x86-64's ABI marks the outermost frame with an undefined RBP as well.
+    if (rule.rbp == FrameRule::Saved::kUndefined) return true;
+    if (rule.rbp == FrameRule::Saved::kAtCfa) {
+      rbp_slot = next_cfa + static_cast<uint64_t>(int64_t{rule.rbp_offset});
+      rbp_read = false;
+    }
+    ip = next_ip;
+    cfa = next_cfa;
+  }
+}
+
+}  // namespace pyperf
