@@ -57,8 +57,8 @@ std::string PyPerfBpfProgramText() {
   // The shared header goes first; the program's own #include of the perf
   // context header comes from the kernel-header shim. The Python walk and the
   // start-up check use the program's maps and helpers, so they follow it.
-  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" +
-         python_walk + "\n" + check;
+  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" + python_walk +
+         "\n" + check;
 }
 
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
@@ -250,9 +250,15 @@ bool PyPerfBpf::RetireSymbol(int32_t id) {
 }
 
 std::optional<std::vector<uint64_t>> PyPerfBpf::InternedSymbols() {
-  auto counters = bpf_->get_percpu_array_table<uint64_t>("symbol_counter");
-  std::vector<uint64_t> per_cpu;
-  if (!counters.get_value(PYPERF_SYMBOL_INTERNED, per_cpu).ok()) return std::nullopt;
+  // Read once per round: libbcc's per-CPU table wrapper would read
+  // /sys/devices/system/cpu/possible at each call (three system calls), while
+  // libbpf_num_possible_cpus reads it once per process.
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return std::nullopt;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  uint32_t key = PYPERF_SYMBOL_INTERNED;
+  if (bpf_lookup_elem(bpf_->get_table("symbol_counter").get_fd(), &key, per_cpu.data()) != 0)
+    return std::nullopt;
   return per_cpu;
 }
 
