@@ -13,8 +13,9 @@
 //  3. opens the file with ElfFile (symbols by name, load bias, bytes at
 //     addresses, build-id, read-only strings) and loads it as a NativeModule
 //     (function symbols from .symtab, debug files, .gnu_debugdata, .dynsym;
-//     the .eh_frame_hdr table), from the file and from memory, and names
-//     addresses in it as a native frame is named;
+//     the .eh_frame_hdr table), from the file and from memory, names
+//     addresses in it as a native frame is named, and reads their call frame
+//     information with EhFrameReader (the fast unwind's rules);
 //  4. decodes the bytes as a _Py_DebugOffsets (for the version they claim,
 //     3.13 and 3.14) and merges them with PyPerf's table.
 // Checks: nothing crashes, reads out of bounds or leaks (ASan/UBSan); native
@@ -37,6 +38,7 @@
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
 #include "PythonProcess.h"
+#include "eh_frame_reader.h"
 #include "elf_file.h"
 #include "fuzz_support.h"
 #include "native_frame_name.h"
@@ -96,6 +98,24 @@ void CheckNativeName(const pyperf::NativeModule* module, const std::string& path
   pyperf_fuzz::CheckProfileOutput(line.text() + " 1\n");
 }
 
+// Our .eh_frame reader over the file's call frame information (hostile
+// tables, CIEs and instructions): an FDE found contains the address, and a
+// rule's enumerations hold their declared values.
+void ReadCallFrameInformation(const pyperf::NativeModule& module, uint64_t vaddr) {
+  pyperf::EhFrameReader reader(module);
+  const pyperf::EhFrameReader::FdeRange fde = reader.FindFde(vaddr);
+  PYPERF_FUZZ_CHECK(!fde.found || (fde.pc_begin <= vaddr && vaddr < fde.pc_end),
+                    "FindFde returned an FDE that does not contain the address");
+  const pyperf::FrameRule rule = reader.RuleFor(vaddr);
+  using Saved = pyperf::FrameRule::Saved;
+  PYPERF_FUZZ_CHECK(!rule.simple || fde.found, "a rule without an FDE");
+  PYPERF_FUZZ_CHECK(!rule.simple || (rule.rbp == Saved::kSame || rule.rbp == Saved::kAtCfa ||
+                                     rule.rbp == Saved::kUndefined),
+                    "a rule with an RBP rule out of range");
+  PYPERF_FUZZ_CHECK(!rule.simple || rule.return_address != Saved::kSame,
+                    "a rule whose return address keeps the callee's value");
+}
+
 void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string& path) {
   size_t named = 0;
   for (const pyperf::NativeModuleSymbol& sym : module.symbols()) {
@@ -108,6 +128,8 @@ void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string&
     }
     CheckNativeName(&module, path, sym.start, named & 1);
     CheckNativeName(&module, path, sym.start + sym.size / 2, false);
+    ReadCallFrameInformation(module, sym.start);
+    ReadCallFrameInformation(module, sym.start + sym.size / 2);
   }
   for (const pyperf::ElfLoadSegment& seg : module.image().load_segments()) {
     module.FileOffsetToVaddr(seg.offset);
