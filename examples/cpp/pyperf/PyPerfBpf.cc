@@ -177,13 +177,8 @@ void PyPerfBpf::RemoveProcess(pid_t pid) {
 void PyPerfBpf::HandleEvent(void* cookie, void* data, int size) {
   auto* self = static_cast<PyPerfBpf*>(cookie);
   if (size < static_cast<int>(offsetof(pyperf_event, user_stack))) return;
-  // Perf records are 4-byte aligned (after their size word) but the event
-  // holds 8-byte fields: decode from an aligned copy, reused across samples.
-  size_t words = (static_cast<size_t>(size) + sizeof(uint64_t) - 1) / sizeof(uint64_t);
-  if (self->aligned_event_.size() < words) self->aligned_event_.resize(words);
-  std::memcpy(self->aligned_event_.data(), data, static_cast<size_t>(size));
-  self->on_event_(*reinterpret_cast<const pyperf_event*>(self->aligned_event_.data()),
-                  static_cast<size_t>(size));
+  // The rings hand each event over 8-byte aligned, as its fields need.
+  self->on_event_(*static_cast<const pyperf_event*>(data), static_cast<size_t>(size));
 }
 
 void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {
@@ -193,21 +188,17 @@ void PyPerfBpf::HandleLost(void* cookie, uint64_t lost) {
 Status PyPerfBpf::OpenEvents(EventCallback on_event, LostCallback on_lost) {
   on_event_ = std::move(on_event);
   on_lost_ = std::move(on_lost);
-  // A quarter of a ring per batch leaves room for the events that arrive
-  // while user space drains the others.
-  const size_t ring_bytes = static_cast<size_t>(config_.events_buffer_pages) * 4096;
-  const size_t largest_event =
-      offsetof(pyperf_event, user_stack) + static_cast<size_t>(config_.user_stack_pages) * 4096 + 8;
-  const size_t fit = ring_bytes / 4 / largest_event;
-  events_per_wakeup_ = static_cast<int>(fit < 1 ? 1 : (fit > 64 ? 64 : fit));
-  BatchedPerfBuffer::Options options;
+  // A ring wakes Poll once half of it is written (~20 events of a native
+  // sample's size): the other half takes the events that arrive while user
+  // space reads.
+  PerfOutputRings::Options options;
   options.map_fd = bpf_->get_table("events").get_fd();
   options.pages_per_cpu = static_cast<int>(config_.events_buffer_pages);
-  options.wakeup_events = events_per_wakeup_;
+  options.wakeup_bytes = 0;  // half the ring
   options.on_record = &PyPerfBpf::HandleEvent;
   options.on_lost = &PyPerfBpf::HandleLost;
   options.cookie = this;
-  auto buffer = BatchedPerfBuffer::Open(options);
+  auto buffer = PerfOutputRings::Open(options);
   if (!buffer.ok()) return buffer.status();
   events_ = std::move(*buffer);
   return Status::Ok();

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "PyPerfBpfShared.h"
-#include "batched_perf_buffer.h"
+#include "perf_output_rings.h"
 #include "status.h"
 
 namespace pyperf {
@@ -70,18 +70,19 @@ class PyPerfBpf {
   Status AddProcess(pid_t pid, const pyperf_proc_info& info);
   void RemoveProcess(pid_t pid);
 
-  // Opens the per-CPU event rings, each waking Poll only after a batch of
-  // events (as many as fit a quarter of its ring, at most 64): user space
-  // wakes a bounded number of times a second whatever the sampling rate.
+  // Opens the per-CPU event rings, each waking Poll only once half of it is
+  // written (a watermark in bytes), and read with no system call per
+  // event: user space wakes a bounded number of times a second whatever the
+  // sampling rate.
   Status OpenEvents(EventCallback on_event, LostCallback on_lost);
   Status Attach();
   void Detach();
-  // Waits at most timeout_ms for a ring's batch and reads the rings that
-  // woke; on a timeout or a signal (-1, errno EINTR), and with timeout 0,
-  // reads every event of every ring.
+  // Waits at most timeout_ms for a ring to cross its watermark, then reads
+  // every event of every ring; with timeout 0, reads them at once, with no
+  // system call. Returns the rings that woke, or -1 (errno EINTR: a signal).
   int Poll(int timeout_ms);
-  // The events each ring holds before it wakes Poll.
-  int events_per_wakeup() const { return events_per_wakeup_; }
+  // The bytes written to a ring that wake Poll.
+  size_t wakeup_bytes() const { return events_ ? events_->wakeup_bytes() : 0; }
   // Wake-ups so far.
   uint64_t wakeups() const { return events_ ? events_->wakeups() : 0; }
 
@@ -118,12 +119,10 @@ class PyPerfBpf {
 
   BpfConfig config_;
   std::unique_ptr<ebpf::BPF> bpf_;
-  std::unique_ptr<BatchedPerfBuffer> events_;  // before bpf_ goes: it is in bpf_'s map
-  int events_per_wakeup_ = 1;
+  std::unique_ptr<PerfOutputRings> events_;  // before bpf_ goes: it is in bpf_'s map
   EventCallback on_event_;
   LostCallback on_lost_;
   bool attached_ = false;
-  std::vector<uint64_t> aligned_event_;    // 8-byte aligned copy of the current event
   int kernel_stacks_fd_ = -1;              // owned by bpf_
   ebpf::stacktrace_t kernel_stack_;        // the last stack read
   std::vector<int32_t> kernel_stack_ids_;  // ClearKernelStacks' scratch

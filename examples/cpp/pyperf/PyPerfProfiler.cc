@@ -25,7 +25,8 @@ std::atomic<bool> g_stop_requested{false};
 // counted as lost): the final dump comes within about this of the signal.
 constexpr auto kStopGrace = std::chrono::milliseconds(1000);
 // The sampling round: the perf rings are read at least this often (more
-// often when a ring fills its batch first), and the caches age once per round.
+// often when a ring crosses its watermark first), and the caches age once per
+// round.
 constexpr int kRoundMs = 100;
 // -v 3 logs the native unwinder's counters at most this often. A line per
 // round (ten a second) would be ~17 KB/s, while
