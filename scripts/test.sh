@@ -11,6 +11,9 @@ start=$(date +%s)
 # Debian trixie/sid roots with CPython 3.13.x and 3.14 for the version tests
 # (debootstrap, built once and cached in /var/cache/bcc-pyperf/roots).
 "$ROOT/scripts/python-roots.sh"
+# Free-threaded CPython 3.13t (compiled once from Debian's source package,
+# cached in /var/cache/bcc-pyperf/interpreters/3.13t) for the free-threaded test.
+"$ROOT/scripts/free-threaded-python.sh"
 t_setup=$(date +%s)
 "$ROOT/scripts/build.sh"
 t_build=$(date +%s)

@@ -1,6 +1,7 @@
 // PyDebugOffsets against the interpreters themselves. For every CPython 3.13+
-// on the machine (pyenv's 3.13, and 3.13.x / 3.14 in the Debian roots of
-// scripts/python-roots.sh, run as containers):
+// on the machine (pyenv's 3.13, 3.13.x / 3.14 in the Debian roots of
+// scripts/python-roots.sh, run as containers, and the free-threaded 3.13t of
+// scripts/free-threaded-python.sh):
 //  - the member positions PyPerf uses to decode _Py_DebugOffsets are the
 //    header's offsetof(_Py_DebugOffsets, member);
 //  - what PyPerf reads from a live process's _PyRuntime equals, member by
@@ -132,8 +133,9 @@ Result<HeaderFacts> ProbeHeaders(const InterpreterHeaders& headers) {
 // An interpreter with _Py_DebugOffsets: pyenv's 3.13, or one in a Debian root.
 struct Case {
   std::string name;
-  std::string pyenv_minor;  // pyenv case
-  std::string suite;        // root case
+  std::string pyenv_minor;     // pyenv case
+  std::string suite;           // root case
+  bool free_threaded = false;  // scripts/free-threaded-python.sh's 3.13t
 };
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
 
@@ -142,7 +144,15 @@ class DebugOffsetsAgainstHeaders : public ::testing::TestWithParam<Case> {
   // Finds the interpreter and its headers; false (after a skip or failure) if absent.
   bool Resolve() {
     const Case& c = GetParam();
-    if (!c.pyenv_minor.empty()) {
+    if (c.free_threaded) {
+      std::string why;
+      auto path = pyperf_test::FreeThreadedPython(&why);
+      if (!path) {
+        Skip("no free-threaded CPython: " + why);
+        return false;
+      }
+      python_ = *path;
+    } else if (!c.pyenv_minor.empty()) {
       auto interp = pyperf_test::PyenvInterpreter(c.pyenv_minor);
       if (!interp) {
         Skip("no pyenv interpreter for Python " + c.pyenv_minor);
@@ -239,7 +249,7 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
 
   auto debug = ReadDebugOffsets(pid, *info->symbols.py_runtime, info->version);
   ASSERT_TRUE(debug.ok()) << debug.error();
-  EXPECT_FALSE(debug->free_threaded);
+  EXPECT_EQ(debug->free_threaded, GetParam().free_threaded);
   EXPECT_EQ(debug->version, headers_.version);
   for (const std::string& member : MembersPyPerfReads()) {
     auto read = debug->Get(member);
@@ -252,7 +262,7 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
 
   // Merged into the version's table: the table agrees with the process, and
   // interpreters.main (from the table's distance to head) is the header's.
-  const pyperf_offsets* table = FindOffsets(info->version);
+  const pyperf_offsets* table = FindOffsets(info->version, debug->free_threaded);
   ASSERT_NE(table, nullptr);
   auto merged = MergeDebugOffsets(*table, *debug);
   ASSERT_TRUE(merged.ok()) << merged.error();
@@ -263,17 +273,16 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
 
   auto resolved = OffsetsForProcess(*info);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
-  EXPECT_EQ(resolved->source, "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version));
+  EXPECT_EQ(resolved->source,
+            "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version, debug->free_threaded));
   EXPECT_EQ(resolved->offsets, table) << "equal offsets share the table's pointer";
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, DebugOffsetsAgainstHeaders,
-                         ::testing::Values(Case{"pyenv_3_13", "3.13", ""},
-                                           Case{"trixie_3_13", "", "trixie"},
-                                           Case{"sid_3_14", "", "sid"}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return info.param.name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Interpreters, DebugOffsetsAgainstHeaders,
+    ::testing::Values(Case{"pyenv_3_13", "3.13", ""}, Case{"trixie_3_13", "", "trixie"},
+                      Case{"sid_3_14", "", "sid"}, Case{"free_threaded_3_13t", "", "", true}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // Every member PyPerf reads has a header expression to be checked against.
 TEST(DebugOffsetsCoverage, EveryMemberReadHasAHeaderExpression) {
@@ -485,14 +494,22 @@ TEST(ParseDebugOffsets, RejectsAShortBuffer) {
   EXPECT_FALSE(ParseDebugOffsets(PythonVersion{3, 12, 0}, bytes.data(), bytes.size()).ok());
 }
 
-TEST(MergeDebugOffsets, RejectsFreeThreadedBuilds) {
-  PythonVersion v{3, 14, 0};
-  auto bytes = FakeDebugOffsets(v, *FindOffsets(v), /*free_threaded=*/true);
+TEST(MergeDebugOffsets, FreeThreaded313UsesItsOwnTable) {
+  PythonVersion v{3, 13, 5};
+  const pyperf_offsets* table = FindOffsets(v, /*free_threaded=*/true);
+  ASSERT_NE(table, nullptr);
+  auto bytes = FakeDebugOffsets(v, *table, /*free_threaded=*/true);
   auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
   ASSERT_TRUE(debug.ok()) << debug.error();
-  auto merged = MergeDebugOffsets(*FindOffsets(v), *debug);
-  ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.error().find("free-threaded"), std::string::npos) << merged.error();
+  EXPECT_TRUE(debug->free_threaded);
+  auto merged = MergeDebugOffsets(*table, *debug);
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  EXPECT_EQ(std::memcmp(&*merged, table, sizeof(pyperf_offsets)), 0);
+  EXPECT_EQ(merged->compact_unicode_data, 72);  // after a 32-byte object header
+  // The GIL table's 16-byte object header does not fit the process.
+  auto wrong = MergeDebugOffsets(*FindOffsets(v), *debug);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().find("ob_type"), std::string::npos) << wrong.error();
 }
 
 TEST(MergeDebugOffsets, RejectsAnOffsetOutsideItsStruct) {

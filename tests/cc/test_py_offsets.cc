@@ -1,6 +1,7 @@
 // Checks PyOffsets' tables against the interpreters themselves: for each
 // installed CPython (pyenv 2.7 .. 3.13, Debian's 3.11, and 3.13.x / 3.14 in the
-// Debian roots of scripts/python-roots.sh), a small C program is compiled
+// Debian roots of scripts/python-roots.sh, the free-threaded 3.13t of
+// scripts/free-threaded-python.sh), a small C program is compiled
 // against that interpreter's own headers (internal ones too), run, and every
 // pyperf_offsets field it prints is compared with the table FindOffsets picks
 // for the interpreter's exact version. The same probe checks the layout facts
@@ -331,7 +332,8 @@ Result<ProbeOutput> RunProbe(const InterpreterHeaders& info) {
 // `expected_minor` ("3.11") guards against a mislabelled install.
 // With `root`, `python` is an interpreter inside that Debian root.
 void CheckInterpreterAgainstItsHeaders(const std::string& python, const std::string& expected_minor,
-                                       const pyperf_test::PythonRoot* root = nullptr) {
+                                       const pyperf_test::PythonRoot* root = nullptr,
+                                       bool free_threaded = false) {
   auto info = pyperf_test::QueryInterpreterHeaders(python, root);
   ASSERT_TRUE(info.ok()) << info.error();
   const PythonVersion& v = info->version;
@@ -343,9 +345,9 @@ void CheckInterpreterAgainstItsHeaders(const std::string& python, const std::str
                         expected_minor + "-dev)");
   }
 
-  const pyperf_offsets* table = FindOffsets(v);
+  const pyperf_offsets* table = FindOffsets(v, free_threaded);
   ASSERT_NE(table, nullptr) << "no offsets table for Python " << v.ToString();
-  EXPECT_EQ(OffsetsLayoutName(v), expected_minor);
+  EXPECT_EQ(OffsetsLayoutName(v, free_threaded), expected_minor + (free_threaded ? "t" : ""));
 
   auto probed = RunProbe(*info);
   ASSERT_TRUE(probed.ok()) << probed.error();
@@ -424,6 +426,24 @@ INSTANTIATE_TEST_SUITE_P(Roots, PyOffsetsDebianRoot, ::testing::Values("trixie",
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// The free-threaded 3.13t of scripts/free-threaded-python.sh (its pyconfig.h
+// defines Py_GIL_DISABLED, so the probe sees the free-threaded layout).
+TEST(PyOffsetsFreeThreaded, Python313tMatchesTable) {
+  std::string why;
+  auto python = pyperf_test::FreeThreadedPython(&why);
+  if (!python) PYPERF_SKIP_OR_FAIL("no free-threaded CPython: " + why);
+  CheckInterpreterAgainstItsHeaders(*python, "3.13", nullptr, /*free_threaded=*/true);
+}
+
+TEST(PyOffsetsLookup, OnlyFreeThreaded313HasAFreeThreadedTable) {
+  EXPECT_NE(FindOffsets(PythonVersion{3, 13, 5}, true), FindOffsets(PythonVersion{3, 13, 5}));
+  EXPECT_EQ(OffsetsLayoutName(PythonVersion{3, 13, 0}, true), "3.13t");
+  for (PythonVersion v : {PythonVersion{3, 12, 0}, PythonVersion{3, 14, 0}}) {
+    EXPECT_EQ(FindOffsets(v, true), nullptr) << v.ToString();
+    EXPECT_EQ(OffsetsLayoutName(v, true), "") << v.ToString();
+  }
+}
 
 TEST(PyOffsetsLookup, UnknownVersionsHaveNoTable) {
   for (PythonVersion v : {PythonVersion{3, 99, 0}, PythonVersion{2, 6, 9}, PythonVersion{3, 5, 10},

@@ -322,9 +322,15 @@ Result<DebugOffsets> ReadDebugOffsets(pid_t pid, uint64_t py_runtime,
 }
 
 Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const DebugOffsets& debug) {
-  if (debug.free_threaded) {
-    return Status::Error("CPython " + debug.version.ToString() +
-                         " is a free-threaded build, which PyPerf does not support");
+  // The table was picked for the build kind the process states; its object
+  // header must be the process's (a Py_TRACE_REFS build's is not either kind's).
+  auto ob_type = debug.Get("pyobject.ob_type");
+  if (!ob_type || *ob_type != static_cast<uint64_t>(table.object_type)) {
+    return Status::Error("_Py_DebugOffsets puts PyObject.ob_type at " +
+                         (ob_type ? std::to_string(*ob_type) : std::string("?")) + ", not at " +
+                         std::to_string(table.object_type) + " as in a release " +
+                         (debug.free_threaded ? "free-threaded" : "GIL") + " build of CPython " +
+                         debug.version.ToString() + " (a Py_DEBUG or Py_TRACE_REFS build?)");
   }
   pyperf_offsets merged = table;
   for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
@@ -337,6 +343,15 @@ Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const Debu
                            " bytes");
     }
     merged.*c.member_of_offsets = static_cast<pp_s64>(*value);
+  }
+  // PyCompactUnicodeObject is a PyASCIIObject, utf8_length and utf8, then a
+  // legacy string's data pointer: derived from the published PyASCIIObject
+  // size, whatever the object header.
+  merged.compact_unicode_data = merged.string_data + 16;
+  if (static_cast<uint64_t>(merged.compact_unicode_data) + 8 > *debug.Get("unicode_object.size")) {
+    return Status::Error(
+        "implausible _Py_DebugOffsets: PyCompactUnicodeObject outside "
+        "PyUnicodeObject");
   }
   if (table.runtime_interp_main >= 0 && table.runtime_interp_head >= 0) {
     merged.runtime_interp_main =
@@ -357,6 +372,14 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
   if (!info.symbols.py_runtime) return Status::Error("_PyRuntime not found in " + info.module.path);
   auto debug = ReadDebugOffsets(info.pid, *info.symbols.py_runtime, info.version);
   if (!debug.ok()) return debug.status();
+  if (debug->free_threaded) {
+    table = FindOffsets(info.version, /*free_threaded=*/true);
+    layout_name = OffsetsLayoutName(info.version, /*free_threaded=*/true);
+    if (!table) {
+      return Status::Error("CPython " + info.version.ToString() +
+                           " is a free-threaded build; PyPerf supports free-threaded 3.13 only");
+    }
+  }
   auto merged = MergeDebugOffsets(*table, *debug);
   if (!merged.ok()) return merged.status();
   const pyperf_offsets* offsets = Intern(*merged, table);

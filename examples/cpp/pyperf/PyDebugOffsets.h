@@ -73,8 +73,11 @@ Result<DebugOffsets> ReadDebugOffsets(pid_t pid, uint64_t py_runtime,
 // `table` with every field DebugOffsetsCoverageTable() names replaced by the
 // published value. runtime_interp_main, which _Py_DebugOffsets lacks, keeps
 // the table's distance from runtime_interp_head (both live in
-// _PyRuntimeState.interpreters). Fails on a free-threaded interpreter (its
-// objects are laid out differently) and on values outside their struct.
+// _PyRuntimeState.interpreters); sizeof(PyCompactUnicodeObject) is derived
+// from the published sizeof(PyASCIIObject). `table` must be the one for the
+// build kind `debug` states (FindOffsets' free_threaded): fails when its
+// PyObject.ob_type differs from the published one, and on values outside
+// their struct.
 Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const DebugOffsets& debug);
 
 // The offsets to profile one process with, and where they came from.
@@ -84,8 +87,9 @@ struct ProcessOffsets {
 };
 
 // The table for the process's version, merged with its _Py_DebugOffsets from
-// 3.13 on. An error says why the process cannot be profiled (no table for the
-// version, debug offsets unreadable or implausible). Equal offsets share one
+// 3.13 on (the free-threaded table when those say free_threaded). An error
+// says why the process cannot be profiled (no table for the version or build
+// kind, debug offsets unreadable or implausible). Equal offsets share one
 // pointer, so callers may key BPF layouts by it; at most a few dozen distinct
 // merged layouts are kept, beyond which this fails.
 Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info);

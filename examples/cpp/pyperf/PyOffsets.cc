@@ -1,7 +1,6 @@
-// Per-layout CPython offset tables (x86-64, release GIL builds). Each table
-// lists every pyperf_offsets field, -1 where the version has no such field.
-// Values come from each interpreter's own headers, compiled by
-// tests/cc/test_py_offsets.cc, which fails if any value here drifts.
+// Per-layout CPython offset tables (x86-64, release GIL builds; 3.13t's is in
+// PyOffsetsFreeThreaded.cc), every pyperf_offsets field, -1 where absent. Values
+// come from each interpreter's headers: tests/cc/test_py_offsets.cc checks them.
 //
 // Verified against: 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13,
 // 3.11.2 (Debian) and 3.11.7 (identical), 3.12.1, 3.13.0 and 3.13.5
@@ -12,9 +11,8 @@
 // whole minor. A patch release that moves a field gets its own table and a
 // micro range in kLayouts.
 //
-// From 3.13 on a running interpreter publishes most of these offsets itself
-// (_Py_DebugOffsets at the start of _PyRuntime); PyDebugOffsets.cc reads them
-// and keeps from these tables only what they do not cover.
+// From 3.13 on an interpreter publishes most offsets itself (_Py_DebugOffsets);
+// PyDebugOffsets.cc keeps from these tables only what that does not cover.
 #include "PyOffsets.h"
 
 #include <climits>
@@ -486,14 +484,16 @@ const Layout* FindLayout(const PythonVersion& v) {
 
 }  // namespace
 
-const pyperf_offsets* FindOffsets(const PythonVersion& v) {
+const pyperf_offsets* FindOffsets(const PythonVersion& v, bool free_threaded) {
+  if (free_threaded) return FindFreeThreadedOffsets(v);
   const Layout* layout = FindLayout(v);
   return layout ? layout->offsets : nullptr;
 }
 
-std::string OffsetsLayoutName(const PythonVersion& v) {
+std::string OffsetsLayoutName(const PythonVersion& v, bool free_threaded) {
   const Layout* layout = FindLayout(v);
-  return layout ? layout->name : "";
+  if (!layout || (free_threaded && !FindFreeThreadedOffsets(v))) return "";
+  return std::string(layout->name) + (free_threaded ? "t" : "");
 }
 
 }  // namespace pyperf

@@ -140,7 +140,7 @@ static __always_inline void continue_with(struct bpf_perf_event_data *ctx,
   submit(ctx, state);
 }
 
-/* PEP 393 state bits of PyASCIIObject.state in default (GIL) builds, checked
+/* PEP 393 state bits of PyASCIIObject.state in GIL and 3.13t builds, checked
  * against each interpreter's headers by tests/cc/test_py_offsets.cc. */
 #define UNICODE_KIND_SHIFT 2
 #define UNICODE_COMPACT_BIT 5

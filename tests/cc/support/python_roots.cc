@@ -63,6 +63,22 @@ std::optional<PythonRoot> EnsurePythonRoot(const std::string& suite, std::string
   return remember(root, "");
 }
 
+std::optional<std::string> FreeThreadedPython(std::string* why) {
+  const std::string script = std::string(PYPERF_SOURCE_DIR) + "/scripts/free-threaded-python.sh";
+  auto listed = RunCommand({"bash", script, "--print"});
+  std::string version, python;
+  std::istringstream in(listed.out);
+  if (listed.exit_code != 0 || !(in >> version >> python)) {
+    *why = script + " --print failed: " + listed.err;
+    return std::nullopt;
+  }
+  if (access(python.c_str(), X_OK) != 0) {
+    *why = "no " + python + " (run " + script + ")";
+    return std::nullopt;
+  }
+  return python;
+}
+
 std::vector<std::string> ContainerArgv(const PythonRoot& root,
                                        const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"unshare", "--pid",        "--mount",

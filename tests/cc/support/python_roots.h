@@ -26,6 +26,11 @@ struct PythonRoot {
 // root cannot be had (not root, no debootstrap, no mirror).
 std::optional<PythonRoot> EnsurePythonRoot(const std::string& suite, std::string* why);
 
+// The free-threaded CPython 3.13t scripts/free-threaded-python.sh builds (the
+// test command's setup runs it; tests only look): its path, or nullopt with
+// *why set when it is not built.
+std::optional<std::string> FreeThreadedPython(std::string* why);
+
 // argv that runs `args` (a path inside the root first) in `root` in new PID
 // and mount namespaces with a private /proc. The forked child is SIGKILLed
 // when unshare dies, so killing the ChildProcess ends the container.

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+"""Eight CPU-busy threads at once in a free-threaded CPython (3.13t), for
+tests/cc/test_e2e_free_threaded.cc.
+
+Usage: python3.13t free_threaded_threads.py
+
+Thread i runs worker_<i> -> <its leaf> forever; the leaves' names cover every
+CPython string kind (ASCII, Latin-1, UCS-2 with Greek and CJK, UCS-4). With
+no GIL all eight run in parallel. The main thread meanwhile starts short-lived
+threads one after another, each running churn_worker -> churn_leaf for about
+0.2 s, so threads start and end while PyPerf runs. Prints "ready" once every
+busy thread is in its leaf.
+"""
+import sys
+import threading
+import time
+
+
+def spin_ascii(started):
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def größe(started):  # Latin-1
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def grüße_λ(started):  # UCS-2 (Greek)
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def 计算_线程(started):  # UCS-2 (CJK)
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def 𠀀𠀁_spin(started):  # UCS-4
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def busy_five(started):
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def busy_six(started):
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def busy_seven(started):
+    started.release()
+    x = 0
+    while True:
+        for i in range(1000):
+            x += i
+
+
+def worker_0(started): spin_ascii(started)
+def worker_1(started): größe(started)
+def worker_2(started): grüße_λ(started)
+def worker_3(started): 计算_线程(started)
+def worker_4(started): 𠀀𠀁_spin(started)
+def worker_5(started): busy_five(started)
+def worker_6(started): busy_six(started)
+def worker_7(started): busy_seven(started)
+
+
+WORKERS = [worker_0, worker_1, worker_2, worker_3, worker_4, worker_5, worker_6, worker_7]
+
+
+def churn_leaf(until):
+    x = 0
+    while time.monotonic() < until:
+        for i in range(1000):
+            x += i
+
+
+def churn_worker():
+    churn_leaf(time.monotonic() + 0.2)
+
+
+def main():
+    if sys._is_gil_enabled():
+        sys.stderr.write("the GIL is enabled: not a free-threaded run\n")
+        sys.exit(2)
+    started = threading.Semaphore(0)
+    for worker in WORKERS:
+        threading.Thread(target=worker, args=(started,), daemon=True).start()
+    for _ in WORKERS:
+        started.acquire()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        t = threading.Thread(target=churn_worker, daemon=True)
+        t.start()
+        t.join()
+
+
+main()
