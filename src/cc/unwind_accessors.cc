@@ -26,21 +26,11 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   if (!module) return -UNW_ENOINFO;
   std::optional<uint64_t> vaddr = module->FileOffsetToVaddr(ip - m.start + m.pgoff);
   if (!vaddr) return -UNW_ENOINFO;
-  const UnwindTableLocation& table = module->unwind_table();
-  const ElfLoadSegment* text = module->image().SegmentForVaddr(*vaddr);
-  if (!table.usable || !text) return -UNW_ENOINFO;
-  uint64_t bias = ip - *vaddr;
-  call->Serve(module, bias);
+  const uint64_t bias = ip - *vaddr;
   unw_dyn_info_t di;
-  memset(&di, 0, sizeof(di));
-  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-  di.start_ip = bias + text->vaddr;
-  di.end_ip = di.start_ip + text->memsz;
-  di.u.rti.segbase = bias + table.eh_frame_hdr_vaddr;
-  di.u.rti.table_data = bias + table.table_vaddr;
-  // (int32 start, int32 fde) pairs, counted in words as libunwind expects.
-  di.u.rti.table_len = table.fde_count * 8 / sizeof(unw_word_t);
-  return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+  if (!DescribeUnwindTable(*module, bias, *vaddr, &di)) return -UNW_ENOINFO;
+  call->Serve(module, bias);
+  return SearchUnwindTable(as, ip, &di, pi, need_unwind_info, arg);
 }
 
 // DWARF unwind info is freed by libunwind itself; nothing of ours to release.
@@ -142,6 +132,27 @@ unw_accessors_t* NativeUnwindAccessors() {
     return a;
   }();
   return &accessors;
+}
+
+bool DescribeUnwindTable(const NativeModule& module, uint64_t bias, uint64_t vaddr,
+                         unw_dyn_info_t* di) {
+  const UnwindTableLocation& table = module.unwind_table();
+  const ElfLoadSegment* text = module.image().SegmentForVaddr(vaddr);
+  if (!table.usable || !text) return false;
+  memset(di, 0, sizeof(*di));
+  di->format = UNW_INFO_FORMAT_REMOTE_TABLE;
+  di->start_ip = bias + text->vaddr;
+  di->end_ip = di->start_ip + text->memsz;
+  di->u.rti.segbase = bias + table.eh_frame_hdr_vaddr;
+  di->u.rti.table_data = bias + table.table_vaddr;
+  // (int32 start, int32 fde) pairs, counted in words as libunwind expects.
+  di->u.rti.table_len = table.fde_count * 8 / sizeof(unw_word_t);
+  return true;
+}
+
+int SearchUnwindTable(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di, unw_proc_info_t* pi,
+                      int need_unwind_info, void* arg) {
+  return _Ux86_64_dwarf_search_unwind_table(as, ip, di, pi, need_unwind_info, arg);
 }
 
 }  // namespace pyperf

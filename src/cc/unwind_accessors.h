@@ -79,4 +79,14 @@ struct UnwindCall {
 // The accessors, for unw_create_addr_space.
 unw_accessors_t* NativeUnwindAccessors();
 
+// Describes `module`'s .eh_frame_hdr table, the module loaded at `bias` (an
+// address in the process minus the same address in the file's own terms), as
+// libunwind's remote binary search takes it. False when the module has no
+// usable table or no segment holds `vaddr` (a file address).
+bool DescribeUnwindTable(const NativeModule& module, uint64_t bias, uint64_t vaddr,
+                         unw_dyn_info_t* di);
+// libunwind's search of such a table for `ip` (find_proc_info's work).
+int SearchUnwindTable(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di, unw_proc_info_t* pi,
+                      int need_unwind_info, void* arg);
+
 }  // namespace pyperf

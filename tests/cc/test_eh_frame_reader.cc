@@ -19,10 +19,7 @@
 #include "native_fixtures/native_test_helpers.h"
 #include "native_module.h"
 #include "support/test_support.h"
-
-extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
-                                                  unw_dyn_info_t* di, unw_proc_info_t* pi,
-                                                  int need_unwind_info, void* arg);
+#include "unwind_accessors.h"
 
 namespace pyperf {
 namespace {
@@ -43,18 +40,9 @@ struct Oracle {
 
 int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need, void* arg) {
   const NativeModule& m = *static_cast<Oracle*>(arg)->module;
-  const UnwindTableLocation& table = m.unwind_table();
-  const ElfLoadSegment* text = m.image().SegmentForVaddr(ip);
-  if (!table.usable || !text) return -UNW_ENOINFO;
   unw_dyn_info_t di;
-  memset(&di, 0, sizeof(di));
-  di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-  di.start_ip = text->vaddr;
-  di.end_ip = text->vaddr + text->memsz;
-  di.u.rti.segbase = table.eh_frame_hdr_vaddr;
-  di.u.rti.table_data = table.table_vaddr;
-  di.u.rti.table_len = table.fde_count * 8 / sizeof(unw_word_t);
-  return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need, arg);
+  if (!DescribeUnwindTable(m, 0, ip, &di)) return -UNW_ENOINFO;
+  return SearchUnwindTable(as, ip, &di, pi, need, arg);
 }
 void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
 int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
