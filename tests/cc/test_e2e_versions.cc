@@ -2,8 +2,10 @@
 // 2.7 .. 3.13 (shared libpython), Debian's /usr/bin/python3.11 (static,
 // non-PIE), Debian trixie's 3.13.x and sid's 3.14 run as containers from the
 // roots of scripts/python-roots.sh (own PID and mount namespaces, chroot),
-// uWSGI embedding Debian's libpython3.11 through its python3 plugin, and a
-// pyenv interpreter whose libpython was deleted after it started.
+// sid's shared libpython3.14 loaded by a host program in the sid container
+// (workloads/embedding_host.c), uWSGI embedding Debian's libpython3.11
+// through its python3 plugin, and a pyenv interpreter whose libpython was
+// deleted after it started.
 //
 // The targets the selected tests need run at once and two PyPerf processes
 // (--line-numbers first and current, native frames on) profile them together,
@@ -16,7 +18,8 @@
 //    with the right frames in order: module, class, function, file as the
 //    process sees it, line (the interpreter's own co_firstlineno, or the
 //    executing line); host pids and container paths for the containers, the
-//    deleted libpython's path, the plugin's libpython in a process named uwsgi;
+//    deleted libpython's path, the plugin's libpython in a process named uwsgi,
+//    the embedded libpython as the container names it;
 //  - NativeFramesShowTheEvalLoop: _PyEval_EvalFrameDefault_[pn]
 //    (PyEval_EvalFrameEx_[pn] on 2.7) under the busy thread's Python frames;
 //  - NamesAreExactUtf8 (each interpreter once: host and container targets):
@@ -44,6 +47,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -89,6 +93,7 @@ constexpr double kExpectedStackPercent = 80.0;
 enum class TargetKind {
   kHost,        // an interpreter on the host running calltree.py
   kContainer,   // python3.X in a Debian root, as a container, running calltree.py
+  kEmbedded,    // the root's shared libpython3.X run by embedding_host, as a container
   kDeletedLib,  // pyenv's interpreter with its libpython copied, loaded, then deleted
   kUwsgi,       // uWSGI's python3 plugin running versions_uwsgi_app.py
 };
@@ -113,6 +118,7 @@ const std::vector<Target>& Targets() {
       {"debian_3_11", TargetKind::kHost, "/usr/bin/python3.11"},
       {"trixie_3_13_container", TargetKind::kContainer, "trixie"},
       {"sid_3_14_container", TargetKind::kContainer, "sid"},
+      {"sid_3_14_shared_libpython", TargetKind::kEmbedded, "sid"},
       {"uwsgi_debian_3_11", TargetKind::kUwsgi, "/usr/bin/uwsgi"},
       {"pyenv_3_12_deleted_libpython", TargetKind::kDeletedLib, "3.12"},
   };
@@ -132,6 +138,9 @@ struct RunningTarget {
   std::string script;           // the workload's path as the process sees it
   std::string host_script;      // the same file, from the host
   std::string deleted_library;  // kDeletedLib: the libpython that was deleted
+  std::string libpython;        // kEmbedded: the root's libpython, as the container sees it
+  // In a container: the interpreter's argv as the container sees it.
+  std::vector<std::string> container_interpreter;
   // How to run this target's interpreter for a helper script (chrooted for a
   // container; Debian's python3.11 for uWSGI's libpython3.11).
   std::vector<std::string> python_argv;
@@ -171,6 +180,10 @@ std::map<std::string, int> FirstLinesFromInterpreter(const RunningTarget& run) {
   return lines;
 }
 
+bool InContainer(TargetKind kind) {
+  return kind == TargetKind::kContainer || kind == TargetKind::kEmbedded;
+}
+
 bool WaitForReady(ChildProcess& child, bool in_stderr) {
   WaitFor(
       [&] {
@@ -208,15 +221,16 @@ pid_t WaitForInterpreter(std::unique_ptr<ChildProcess>& process, bool container,
 // container for a container), once the target itself runs.
 void StartNamesWorkload(const Target& target, RunningTarget* run) {
   std::string script = WorkloadPath("unicode_names.py");
-  if (target.kind == TargetKind::kContainer) {
+  if (InContainer(target.kind)) {
     std::string why;
     auto root = EnsurePythonRoot(target.spec, &why);
     if (!root) return;  // the target itself reported it
     run->names_root_dir = std::make_unique<RootTempDir>(*root);
-    std::string inside = run->names_root_dir->Copy(script, "unicode_names.py");
+    std::vector<std::string> argv = run->container_interpreter;
+    argv.push_back(run->names_root_dir->Copy(script, "unicode_names.py"));
     run->names_base = run->names_root_dir->inside() + "/names";
-    run->names_process = std::make_unique<ChildProcess>(
-        ContainerArgv(*root, {root->python, inside, run->names_base}));
+    argv.push_back(run->names_base);
+    run->names_process = std::make_unique<ChildProcess>(ContainerArgv(*root, argv));
   } else {
     run->names_dir = std::make_unique<TempDir>();
     run->names_base = run->names_dir->path() + "/names";
@@ -224,8 +238,8 @@ void StartNamesWorkload(const Target& target, RunningTarget* run) {
     argv.insert(argv.end(), {script, run->names_base});
     run->names_process = std::make_unique<ChildProcess>(argv);
   }
-  run->names_pid = WaitForInterpreter(run->names_process, target.kind == TargetKind::kContainer,
-                                      false, target.name + ": unicode_names.py");
+  run->names_pid = WaitForInterpreter(run->names_process, InContainer(target.kind), false,
+                                      target.name + ": unicode_names.py");
 }
 
 // Starts one target; on failure sets `unavailable` (missing on this machine)
@@ -252,7 +266,8 @@ void StartTarget(const Target& target, RunningTarget* run) {
       run->process = std::make_unique<ChildProcess>(std::vector<std::string>{python, calltree});
       break;
     }
-    case TargetKind::kContainer: {
+    case TargetKind::kContainer:
+    case TargetKind::kEmbedded: {
       std::string why;
       auto root = EnsurePythonRoot(target.spec, &why);
       if (!root) {
@@ -260,11 +275,25 @@ void StartTarget(const Target& target, RunningTarget* run) {
         return;
       }
       run->root_dir = std::make_unique<RootTempDir>(*root);
+      run->container_interpreter = {root->python};
+      if (target.kind == TargetKind::kEmbedded) {
+        // Debian's libpython3.X package, which python-roots.sh installs with its -dev.
+        run->libpython = "/usr/lib/x86_64-linux-gnu/libpython" + root->minor + ".so.1.0";
+        if (!FileExists(root->dir + run->libpython)) {
+          run->unavailable = "no " + run->libpython + " in the " + target.spec + " root";
+          return;
+        }
+        run->container_interpreter = {run->root_dir->Copy(PYPERF_EMBEDDING_HOST, "embedding_host"),
+                                      run->libpython};
+      }
       run->script = run->root_dir->Copy(calltree, "calltree.py");
       run->host_script = run->root_dir->path() + "/calltree.py";
-      run->python_argv = {"chroot", root->dir, root->python};
-      run->process =
-          std::make_unique<ChildProcess>(ContainerArgv(*root, {root->python, run->script}));
+      run->python_argv = {"chroot", root->dir};
+      run->python_argv.insert(run->python_argv.end(), run->container_interpreter.begin(),
+                              run->container_interpreter.end());
+      std::vector<std::string> argv = run->container_interpreter;
+      argv.push_back(run->script);
+      run->process = std::make_unique<ChildProcess>(ContainerArgv(*root, argv));
       break;
     }
     case TargetKind::kDeletedLib: {
@@ -311,14 +340,13 @@ void StartTarget(const Target& target, RunningTarget* run) {
   }
   run->first_lines = FirstLinesFromInterpreter(*run);
   // uWSGI sends the app's stdout to its log, on stderr.
-  run->pid = WaitForInterpreter(run->process, target.kind == TargetKind::kContainer,
+  run->pid = WaitForInterpreter(run->process, InContainer(target.kind),
                                 target.kind == TargetKind::kUwsgi, target.name);
   if (!run->process) return;
   if (target.kind == TargetKind::kDeletedLib && unlink(run->deleted_library.c_str()) != 0) {
     ADD_FAILURE() << "cannot delete " << run->deleted_library;
   }
-  if (target.kind == TargetKind::kHost || target.kind == TargetKind::kContainer)
-    StartNamesWorkload(target, run);
+  if (target.kind == TargetKind::kHost || InContainer(target.kind)) StartNamesWorkload(target, run);
 }
 
 struct Profiles {
@@ -779,8 +807,21 @@ void CheckContainer(const RunningTarget& run, const Profiles& p) {
           << "a host path in a container's frame: " << line.text;
     }
   }
+  // The file holding the interpreter, as the container names it.
   std::string log = ProfilingLogLine(p.first_stderr, run.pid);
-  EXPECT_NE(log.find(", /usr/bin/python3."), std::string::npos) << log;
+  std::string file = run.libpython.empty() ? ", /usr/bin/python3." : ", " + run.libpython + ",";
+  EXPECT_NE(log.find(file), std::string::npos) << log;
+}
+
+// A shared libpython run by a program that is no Python executable: found in
+// the library (as the container names it, checked by CheckContainer).
+void CheckEmbedded(const RunningTarget& run) {
+  SCOPED_TRACE("embedded libpython");
+  std::error_code error;
+  auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(run.pid) + "/exe", error);
+  EXPECT_EQ(exe.filename(), "embedding_host") << exe << " " << error.message();
+  std::string maps = ReadFile("/proc/" + std::to_string(run.pid) + "/maps");
+  EXPECT_NE(maps.find(run.libpython), std::string::npos) << "no " << run.libpython << " mapped";
 }
 
 // A libpython deleted after it was loaded: still profiled (through
@@ -839,6 +880,10 @@ TEST_P(VersionsE2E, PythonFramesAreRight) {
   switch (GetParam().kind) {
     case TargetKind::kContainer:
       CheckContainer(*run, p);
+      break;
+    case TargetKind::kEmbedded:
+      CheckContainer(*run, p);
+      CheckEmbedded(*run);
       break;
     case TargetKind::kDeletedLib:
       CheckDeletedLibpython(*run, p);
@@ -1044,7 +1089,7 @@ TEST_P(VersionsNamesE2E, NamesAreExactUtf8) {
 std::vector<Target> NameTargets() {
   std::vector<Target> targets;
   for (const Target& t : Targets())
-    if (t.kind == TargetKind::kHost || t.kind == TargetKind::kContainer) targets.push_back(t);
+    if (t.kind == TargetKind::kHost || InContainer(t.kind)) targets.push_back(t);
   return targets;
 }
 

@@ -123,9 +123,15 @@ RootTempDir::RootTempDir(const PythonRoot& root) {
 RootTempDir::~RootTempDir() { nftw(host_path_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS); }
 
 std::string RootTempDir::Copy(const std::string& source, const std::string& name) const {
-  std::ifstream in(source, std::ios::binary);
-  std::ofstream out(host_path_ + "/" + name, std::ios::binary);
-  out << in.rdbuf();
+  std::string target = host_path_ + "/" + name;
+  {
+    std::ifstream in(source, std::ios::binary);
+    std::ofstream out(target, std::ios::binary);
+    out << in.rdbuf();
+  }
+  // A program stays executable (closed first: exec of a file open for writing fails).
+  struct stat st;
+  if (stat(source.c_str(), &st) == 0) chmod(target.c_str(), st.st_mode & 07777);
   return inside_path_ + "/" + name;
 }
 

@@ -50,7 +50,8 @@ class RootTempDir {
   RootTempDir& operator=(const RootTempDir&) = delete;
   const std::string& path() const { return host_path_; }
   const std::string& inside() const { return inside_path_; }
-  // Copies `source` (a host file) to <dir>/<name>; returns the path inside.
+  // Copies `source` (a host file) with its permission bits to <dir>/<name>;
+  // returns the path inside.
   std::string Copy(const std::string& source, const std::string& name) const;
 
  private:
