@@ -132,8 +132,13 @@ void PyPerfProfiler::UpdateProcesses() {
   }
   pid_t self = getpid();
   std::set<pid_t> alive;
+  const uint64_t events_before = events_read_;
   for (pid_t pid : pids) {
     if (pid == self) continue;
+    // A rescan of a busy host (thousands of /proc reads, new interpreters'
+    // files parsed) can outlast the rings' headroom: read them between
+    // processes. It costs no system call, and no iterator is held here.
+    DrainEvents();
     const bool first_look = !options_.pids.empty() && looked_at_.insert(pid).second;
     auto start = ReadProcessStartTime(pid);
     if (!start.ok()) {  // gone, or not started yet
@@ -197,7 +202,8 @@ void PyPerfProfiler::UpdateProcesses() {
   for (auto it = exec_seen_.begin(); it != exec_seen_.end();)
     it = alive.count(*it) ? std::next(it) : exec_seen_.erase(it);
   Log(4, "rescan: " + std::to_string(alive.size()) + " processes alive, " +
-             std::to_string(tracked_.size()) + " profiled");
+             std::to_string(tracked_.size()) + " profiled, " +
+             std::to_string(events_read_ - events_before) + " events read during it");
 }
 
 }  // namespace pyperf

@@ -250,6 +250,7 @@ bool PyPerfProfiler::StopGraceOver() {
 }
 
 void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
+  ++events_read_;
   // After SIGTERM, the events still queued are symbolized for kStopGrace at
   // most and the rest count as lost: PyPerf exits with its final dump in
   // time however far behind an overload left it.

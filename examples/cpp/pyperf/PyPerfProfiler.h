@@ -143,6 +143,9 @@ class PyPerfProfiler {
   bool stop_seen_ = false;
   std::chrono::steady_clock::time_point stop_grace_end_;
   StackText scratch_;  // reused: no allocation per sample
+  // Events OnEvent has read since start (the -v 4 rescan line tells how many
+  // arrived while a rescan ran: it reads the rings between processes).
+  uint64_t events_read_ = 0;
 };
 
 }  // namespace pyperf
