@@ -312,25 +312,34 @@ int64_t Factored(uint64_t value, int64_t factor) {
 // `target` (libunwind's rule: the row starting at the address applies).
 Run Execute(ByteReader code, const Cie& cie, uint64_t loc, uint64_t target, const Row& initial,
             Row* row, Row* stack, size_t* depth) {
-  auto reg = [&](uint64_t n) -> Row::Register* {
-    return n < kTrackedRegisters ? &row->regs[n] : nullptr;
+  // The rule instructions name a register (in the opcode or as a ULEB) and
+  // give it a new rule; one the fast path does not track makes the row not
+  // simple. `saved_at` is the CFA-relative offset of the *_offset forms, whose
+  // register operand is read into `n` first (argument order is unspecified).
+  auto set = [&](uint64_t n, Row::Where where, int64_t saved_at = 0) {
+    if (n >= kTrackedRegisters) return false;
+    row->regs[n] = {where, saved_at};
+    return true;
+  };
+  auto restore = [&](uint64_t n) {
+    if (n >= kTrackedRegisters) return false;
+    row->regs[n] = initial.regs[n];
+    return true;
   };
   while (!code.at_end() && loc <= target) {
     uint8_t op = code.U8();
     const uint8_t operand = op & 0x3f;
-    Row::Register* r = nullptr;
+    uint64_t n = 0;
     switch (op & 0xc0) {
       case 0x40:  // advance_loc
         loc += operand * cie.code_align;
         continue;
       case 0x80:  // offset
-        if (!(r = reg(operand))) return Run::kNotSimple;
-        *r = {Row::Where::kAtCfa, Factored(code.Uleb(), cie.data_align)};
-        if (!code.ok()) return Run::kNotSimple;
+        if (!set(operand, Row::Where::kAtCfa, Factored(code.Uleb(), cie.data_align)) || !code.ok())
+          return Run::kNotSimple;
         continue;
       case 0xc0:  // restore
-        if (!(r = reg(operand))) return Run::kNotSimple;
-        *r = initial.regs[operand];
+        if (!restore(operand)) return Run::kNotSimple;
         continue;
     }
     switch (op) {
@@ -346,26 +355,24 @@ Run Execute(ByteReader code, const Cie& cie, uint64_t loc, uint64_t target, cons
         loc += code.U32() * cie.code_align;
         break;
       case 0x05:  // offset_extended
-        if (!(r = reg(code.Uleb()))) return Run::kNotSimple;
-        *r = {Row::Where::kAtCfa, Factored(code.Uleb(), cie.data_align)};
+        n = code.Uleb();
+        if (!set(n, Row::Where::kAtCfa, Factored(code.Uleb(), cie.data_align)))
+          return Run::kNotSimple;
         break;
       case 0x11:  // offset_extended_sf
-        if (!(r = reg(code.Uleb()))) return Run::kNotSimple;
-        *r = {Row::Where::kAtCfa, Factored(static_cast<uint64_t>(code.Sleb()), cie.data_align)};
+        n = code.Uleb();
+        if (!set(n, Row::Where::kAtCfa,
+                 Factored(static_cast<uint64_t>(code.Sleb()), cie.data_align)))
+          return Run::kNotSimple;
         break;
-      case 0x06: {  // restore_extended
-        uint64_t n = code.Uleb();
-        if (!(r = reg(n))) return Run::kNotSimple;
-        *r = initial.regs[n];
+      case 0x06:  // restore_extended
+        if (!restore(code.Uleb())) return Run::kNotSimple;
         break;
-      }
       case 0x07:  // undefined
-        if (!(r = reg(code.Uleb()))) return Run::kNotSimple;
-        *r = {Row::Where::kUndefined, 0};
+        if (!set(code.Uleb(), Row::Where::kUndefined)) return Run::kNotSimple;
         break;
       case 0x08:  // same_value
-        if (!(r = reg(code.Uleb()))) return Run::kNotSimple;
-        *r = {Row::Where::kSame, 0};
+        if (!set(code.Uleb(), Row::Where::kSame)) return Run::kNotSimple;
         break;
       case 0x0a:  // remember_state
         if (*depth == kMaxRememberedStates) return Run::kNotSimple;

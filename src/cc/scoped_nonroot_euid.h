@@ -21,6 +21,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "scoped_undo.h"
+
 namespace pyperf {
 
 class ScopedNonRootEuid {
@@ -39,30 +41,26 @@ class ScopedNonRootEuid {
       return;
     }
     setfsuid(0);  // this thread's file access, as root
-    securebits_ = bits;
-    dumpable_ = dumpable;
-    active_ = true;
+    root_.Arm({bits, dumpable});
   }
-  ScopedNonRootEuid(const ScopedNonRootEuid&) = delete;
-  ScopedNonRootEuid& operator=(const ScopedNonRootEuid&) = delete;
-  ~ScopedNonRootEuid() { Restore(); }
 
-  void Restore() {
-    if (!active_) return;
-    active_ = false;
-    // The real and saved uids are 0: going back is always allowed.
-    if (setresuid(-1, 0, -1) != 0) return;
-    setfsuid(0);
-    prctl(PR_SET_SECUREBITS, securebits_);
-    if (dumpable_ > 0) prctl(PR_SET_DUMPABLE, dumpable_);
-  }
-  bool active() const { return active_; }
+  void Restore() { root_.Restore(); }
+  bool active() const { return root_.armed(); }
 
  private:
   static constexpr uid_t kNobody = 65534;
-  int securebits_ = 0;
-  int dumpable_ = 0;
-  bool active_ = false;
+  struct Saved {
+    int securebits = 0;
+    int dumpable = 0;
+  };
+  static void BackToRoot(const Saved& saved) {
+    // The real and saved uids are 0: going back is always allowed.
+    if (setresuid(-1, 0, -1) != 0) return;
+    setfsuid(0);
+    prctl(PR_SET_SECUREBITS, saved.securebits);
+    if (saved.dumpable > 0) prctl(PR_SET_DUMPABLE, saved.dumpable);
+  }
+  ScopedUndo<Saved> root_{&BackToRoot};
 };
 
 }  // namespace pyperf

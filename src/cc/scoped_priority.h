@@ -14,6 +14,8 @@
 
 #include <cerrno>
 
+#include "scoped_undo.h"
+
 namespace pyperf {
 
 class ScopedPriorityBoost {
@@ -25,24 +27,15 @@ class ScopedPriorityBoost {
     int now = getpriority(PRIO_PROCESS, 0);  // on Linux: this thread
     if (errno != 0) return;
     int boosted = now - steps < -20 ? -20 : now - steps;
-    if (boosted < now && setpriority(PRIO_PROCESS, 0, boosted) == 0) {
-      original_ = now;
-      boosted_ = true;
-    }
+    if (boosted < now && setpriority(PRIO_PROCESS, 0, boosted) == 0) original_.Arm(now);
   }
-  ScopedPriorityBoost(const ScopedPriorityBoost&) = delete;
-  ScopedPriorityBoost& operator=(const ScopedPriorityBoost&) = delete;
-  ~ScopedPriorityBoost() { Restore(); }
 
-  void Restore() {
-    if (boosted_) setpriority(PRIO_PROCESS, 0, original_);
-    boosted_ = false;
-  }
-  bool boosted() const { return boosted_; }
+  void Restore() { original_.Restore(); }
+  bool boosted() const { return original_.armed(); }
 
  private:
-  int original_ = 0;
-  bool boosted_ = false;
+  static void SetNice(const int& nice) { setpriority(PRIO_PROCESS, 0, nice); }
+  ScopedUndo<int> original_{&SetNice};
 };
 
 }  // namespace pyperf

@@ -33,12 +33,6 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   return SearchUnwindTable(as, ip, &di, pi, need_unwind_info, arg);
 }
 
-// DWARF unwind info is freed by libunwind itself; nothing of ours to release.
-void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
-
-// No dynamically registered unwind info (JIT registration) is read.
-int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
-
 int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
   if (write) return -UNW_EINVAL;
   auto* call = static_cast<UnwindCall*>(arg);
@@ -77,10 +71,6 @@ int AccessReg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, vo
   }
 }
 
-int AccessFpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EINVAL; }
-
-int Resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
-
 int GetProcName(unw_addr_space_t, unw_word_t addr, char* buf, size_t len, unw_word_t* offset,
                 void* arg) {
   auto* call = static_cast<UnwindCall*>(arg);
@@ -108,6 +98,16 @@ int GetProcName(unw_addr_space_t, unw_word_t addr, char* buf, size_t len, unw_wo
   return n == name.size() ? 0 : -UNW_ENOMEM;
 }
 
+// DWARF unwind info is freed by libunwind itself; nothing of ours to release.
+void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
+
+// No dynamically registered unwind info (JIT registration) is read.
+int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
+
+int AccessFpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EINVAL; }
+
+int Resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
+
 }  // namespace
 
 void UnwindCall::Serve(std::shared_ptr<const NativeModule> module, uint64_t bias) {
@@ -118,19 +118,25 @@ void UnwindCall::Serve(std::shared_ptr<const NativeModule> module, uint64_t bias
   served_next = (served_next + 1) % served.size();
 }
 
+unw_accessors_t ReadOnlyRemoteAccessors(decltype(unw_accessors_t::find_proc_info) find_proc_info,
+                                        decltype(unw_accessors_t::access_mem) access_mem,
+                                        decltype(unw_accessors_t::access_reg) access_reg,
+                                        decltype(unw_accessors_t::get_proc_name) get_proc_name) {
+  unw_accessors_t a{};
+  a.find_proc_info = find_proc_info;
+  a.put_unwind_info = &PutUnwindInfo;
+  a.get_dyn_info_list_addr = &GetDynInfoListAddr;
+  a.access_mem = access_mem;
+  a.access_reg = access_reg;
+  a.access_fpreg = &AccessFpreg;
+  a.resume = &Resume;
+  a.get_proc_name = get_proc_name;
+  return a;
+}
+
 unw_accessors_t* NativeUnwindAccessors() {
-  static unw_accessors_t accessors = [] {
-    unw_accessors_t a{};
-    a.find_proc_info = &FindProcInfo;
-    a.put_unwind_info = &PutUnwindInfo;
-    a.get_dyn_info_list_addr = &GetDynInfoListAddr;
-    a.access_mem = &AccessMem;
-    a.access_reg = &AccessReg;
-    a.access_fpreg = &AccessFpreg;
-    a.resume = &Resume;
-    a.get_proc_name = &GetProcName;
-    return a;
-  }();
+  static unw_accessors_t accessors =
+      ReadOnlyRemoteAccessors(&FindProcInfo, &AccessMem, &AccessReg, &GetProcName);
   return &accessors;
 }
 

@@ -79,6 +79,17 @@ struct UnwindCall {
 // The accessors, for unw_create_addr_space.
 unw_accessors_t* NativeUnwindAccessors();
 
+// Accessors for a read-only remote unwind from a register snapshot: the four
+// given, with the rest refusing what such an unwind never does (no dynamic
+// unwind info, no floating-point registers, no resuming) and put_unwind_info
+// releasing nothing, since libunwind frees its DWARF info itself.
+// NativeUnwindAccessors is built with it, and so is any other unwind over
+// libunwind that must behave the same (test_eh_frame_reader's oracle).
+unw_accessors_t ReadOnlyRemoteAccessors(decltype(unw_accessors_t::find_proc_info) find_proc_info,
+                                        decltype(unw_accessors_t::access_mem) access_mem,
+                                        decltype(unw_accessors_t::access_reg) access_reg,
+                                        decltype(unw_accessors_t::get_proc_name) get_proc_name);
+
 // Describes `module`'s .eh_frame_hdr table, the module loaded at `bias` (an
 // address in the process minus the same address in the file's own terms), as
 // libunwind's remote binary search takes it. False when the module has no

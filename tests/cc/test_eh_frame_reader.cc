@@ -44,8 +44,6 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   if (!DescribeUnwindTable(m, 0, ip, &di)) return -UNW_ENOINFO;
   return SearchUnwindTable(as, ip, &di, pi, need, arg);
 }
-void PutUnwindInfo(unw_addr_space_t, unw_proc_info_t*, void*) {}
-int GetDynInfoListAddr(unw_addr_space_t, unw_word_t*, void*) { return -UNW_ENOINFO; }
 int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
   if (write) return -UNW_EINVAL;
   if (addr >= kStackBase - kStackBelow && addr + 8 <= kStackBase + kStackSize) {
@@ -69,8 +67,6 @@ int AccessReg(unw_addr_space_t, unw_regnum_t reg, unw_word_t* val, int write, vo
     return -UNW_EBADREG;
   return 0;
 }
-int AccessFpreg(unw_addr_space_t, unw_regnum_t, unw_fpreg_t*, int, void*) { return -UNW_EINVAL; }
-int Resume(unw_addr_space_t, unw_cursor_t*, void*) { return -UNW_EINVAL; }
 int GetProcName(unw_addr_space_t, unw_word_t, char*, size_t, unw_word_t*, void*) {
   return -UNW_ENOINFO;
 }
@@ -83,15 +79,8 @@ struct AddrSpaceDeleter {
 class LibunwindStep {
  public:
   LibunwindStep() {
-    unw_accessors_t a{};
-    a.find_proc_info = &FindProcInfo;
-    a.put_unwind_info = &PutUnwindInfo;
-    a.get_dyn_info_list_addr = &GetDynInfoListAddr;
-    a.access_mem = &AccessMem;
-    a.access_reg = &AccessReg;
-    a.access_fpreg = &AccessFpreg;
-    a.resume = &Resume;
-    a.get_proc_name = &GetProcName;
+    unw_accessors_t a =
+        ReadOnlyRemoteAccessors(&FindProcInfo, &AccessMem, &AccessReg, &GetProcName);
     as_.reset(unw_create_addr_space(&a, 0));
     unw_set_caching_policy(as_.get(), UNW_CACHE_NONE);
   }
