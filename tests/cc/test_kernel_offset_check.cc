@@ -7,6 +7,7 @@
 
 #include "KernelOffsetCheck.h"
 #include "PyPerfBpf.h"
+#include "PyPerfProfiler.h"
 #include "btf_offsets.h"
 #include "support/test_support.h"
 
@@ -229,7 +230,7 @@ class KernelOffsetCheckBpf : public ::testing::Test {
     auto btf = pyperf::ReadKernelOffsets();
     ASSERT_TRUE(btf.ok()) << btf.error();
     btf_ = *btf;
-    pyperf::BpfConfig config;
+    pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
     config.sample_period_ns = 1000000;
     auto bpf = pyperf::PyPerfBpf::Load(config);
     ASSERT_TRUE(bpf.ok()) << bpf.error();

@@ -2,6 +2,7 @@
 // for the parameter range the command line allows, start-up check included.
 #include "KernelOffsetCheck.h"
 #include "PyPerfBpf.h"
+#include "PyPerfProfiler.h"
 #include "btf_offsets.h"
 #include "support/test_support.h"
 
@@ -11,7 +12,7 @@ class PyPerfBpfLoad : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(PyPerfBpfLoad, ProgramLoadsWithUserStackPages) {
   PYPERF_REQUIRE_BPF();
-  pyperf::BpfConfig config;
+  pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
   config.user_stack_pages = GetParam();
   config.sample_period_ns = 1000000;
   auto bpf = pyperf::PyPerfBpf::Load(config);
@@ -36,7 +37,7 @@ INSTANTIATE_TEST_SUITE_P(Pages, PyPerfBpfLoad, ::testing::Values(0u, 1u, 2u, 4u,
 // with them too (x86_64 kernels still accept them).
 TEST(PyPerfBpfLoadLegacy, ProgramLoadsWithBpfProbeRead) {
   PYPERF_REQUIRE_BPF();
-  pyperf::BpfConfig config;
+  pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
   config.sample_period_ns = 1000000;
   config.probe_read_user = false;
   auto bpf = pyperf::PyPerfBpf::Load(config);

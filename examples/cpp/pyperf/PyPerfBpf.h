@@ -24,11 +24,13 @@
 
 namespace pyperf {
 
+// The program's parameters. A run takes them from its command line
+// (BpfConfigFor in PyPerfProfiler.h), where their defaults are set.
 struct BpfConfig {
-  uint32_t user_stack_pages = 2;
-  uint32_t symbols_map_size = 32768;
-  uint32_t kernel_stacks_map_size = 65536;
-  uint32_t events_buffer_pages = 64;
+  uint32_t user_stack_pages = 0;
+  uint32_t symbols_map_size = 0;
+  uint32_t kernel_stacks_map_size = 0;
+  uint32_t events_buffer_pages = 0;
   // bpf_probe_read_user/_kernel (true) or bpf_probe_read (false, kernels
   // before 5.5); unset: whichever the running kernel has.
   std::optional<bool> probe_read_user;

@@ -58,6 +58,19 @@ void PyPerfProfiler::Error(const std::string& message) {
   stderr_.WriteLine({"PyPerf: error: ", message});
 }
 
+BpfConfig BpfConfigFor(const Options& options) {
+  BpfConfig config;
+  config.user_stack_pages = options.user_stacks_pages;
+  config.symbols_map_size = options.symbols_map_size;
+  config.kernel_stacks_map_size = options.kernel_stacks_map_size;
+  config.events_buffer_pages = options.events_buffer_pages;
+  if (options.sample_mode == SampleMode::kFrequency)
+    config.sample_frequency = options.sample_frequency_hz;
+  else
+    config.sample_period_ns = options.sample_period_ns;
+  return config;
+}
+
 Result<std::unique_ptr<PyPerfProfiler>> PyPerfProfiler::Create(const Options& options) {
   std::unique_ptr<PyPerfProfiler> profiler(new PyPerfProfiler(options));
   Status st = profiler->Init();
@@ -71,15 +84,7 @@ Status PyPerfProfiler::Init() {
                                     ? 1000000000 / options_.sample_frequency_hz
                                     : options_.sample_period_ns);
 
-  BpfConfig config;
-  config.user_stack_pages = options_.user_stacks_pages;
-  config.symbols_map_size = options_.symbols_map_size;
-  config.kernel_stacks_map_size = options_.kernel_stacks_map_size;
-  config.events_buffer_pages = options_.events_buffer_pages;
-  if (options_.sample_mode == SampleMode::kFrequency)
-    config.sample_frequency = options_.sample_frequency_hz;
-  else
-    config.sample_period_ns = options_.sample_period_ns;
+  const BpfConfig config = BpfConfigFor(options_);
 
   // The program is compiled once; the task_struct offsets it reads are
   // checked against the running kernel with it, then stored in its map.

@@ -56,6 +56,9 @@ struct IntervalCounters {
   uint64_t replaced = 0;
 };
 
+// The BPF program's parameters for a command line.
+BpfConfig BpfConfigFor(const Options& options);
+
 class PyPerfProfiler {
  public:
   static Result<std::unique_ptr<PyPerfProfiler>> Create(const Options& options);
