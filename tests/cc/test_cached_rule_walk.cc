@@ -17,8 +17,6 @@
 namespace pyperf {
 namespace {
 
-using pyperf_fixture::Join;
-using pyperf_fixture::Names;
 using CachedRuleWalkTest = pyperf_fixture::NativeFixtureTest;
 
 void ExpectSameFrames(const std::vector<NativeFrame>& fast, const std::vector<NativeFrame>& slow) {

@@ -26,9 +26,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 constexpr int kProcesses = 1000;
 constexpr int kChurnSeconds = 60;
 constexpr auto kDumpEvery = seconds(5);

@@ -20,8 +20,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;

@@ -25,9 +25,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 constexpr char kWorkload[] = "free_threaded_threads.py";
 constexpr int kFrequencyHz = 199;
 // CPU time of the whole process per run: with nine threads on two shared
@@ -93,15 +90,7 @@ TEST_P(FreeThreadedE2E, EveryBusyThreadShowsItsOwnLeaf) {
                               << run.stderr_text;
   ExpectWellFormed(lines);
 
-  uint64_t total = SumCounts(lines), with_errors = 0;
-  std::vector<CollapsedLine> erroneous;
-  for (const auto& line : lines) {
-    if (ErrorMarkers(line).empty()) continue;
-    with_errors += line.count;
-    erroneous.push_back(line);
-  }
-  EXPECT_LE(100.0 * static_cast<double>(with_errors), kMaxErrorPercent * static_cast<double>(total))
-      << with_errors << " of " << total << " samples carry an error marker:" << Excerpt(erroneous);
+  ExpectFewErrorMarkers(lines, kMaxErrorPercent);
 
   const std::string eval_loop =
       pyperf::SpellFrame(pyperf::FrameKind::kNative, "_PyEval_EvalFrameDefault");

@@ -27,9 +27,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 // PyPerf over `pids` until signalled (see ProfileUntilEachRan).
 std::vector<std::string> ProfileArgs(const std::vector<pid_t>& pids, int frequency) {
   std::vector<std::string> args = {"-F", std::to_string(frequency)};

@@ -33,8 +33,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 2;  // cases 1 and 3
 

@@ -32,9 +32,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-using std::chrono::milliseconds;
-
 // Slots for far fewer stacks than the workload makes: a stack whose slot is
 // taken is lost, and a PyPerf that let a new stack take an old one's slot
 // would print it for samples still in flight.

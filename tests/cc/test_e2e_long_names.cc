@@ -18,8 +18,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 // What the buffers hold (README): bytes of the name as the process keeps it
 // (one per character here: every name is ASCII).
 constexpr size_t kClassBytes = 31;  // 32 with the terminating NUL

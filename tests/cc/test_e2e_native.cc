@@ -48,8 +48,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 constexpr int kFrequencyHz = 199;
 constexpr int kProfileSeconds = 3;
 

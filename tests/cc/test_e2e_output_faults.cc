@@ -47,9 +47,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 constexpr auto kStartTimeout = seconds(60);    // BPF load on a busy machine
 constexpr auto kDumpTimeout = seconds(20);     // a dump line after SIGUSR2, however busy
 constexpr auto kExitTimeout = seconds(20);     // the final dump after SIGTERM
@@ -232,9 +229,18 @@ std::string SigtermInTheMiddleOfADump(pid_t pid, const std::string& path,
   return problem;
 }
 
-class OutputFaultsTest : public AnyPythonWorkloadTest {
+class OutputFaultsTest : public PythonWorkloadTest {
  protected:
-  OutputFaultsTest() : AnyPythonWorkloadTest("output_faults.py") {}
+  OutputFaultsTest() : PythonWorkloadTest("output_faults.py") {}
+
+  // Mounts a tmpfs with `options` for the rest of the test (tmpfs_); why it
+  // could not, if it could not.
+  std::optional<std::string> MountTmpfs(const std::string& options) {
+    tmpfs_parent_.emplace();
+    tmpfs_.emplace(tmpfs_parent_->File("mnt"), options);
+    if (!tmpfs_->error().empty()) return tmpfs_->error();
+    return std::nullopt;
+  }
 
   // PyPerf on the workload alone, writing to `path`, once it is sampling.
   void StartProfiling(const std::string& path) {
@@ -351,6 +357,10 @@ class OutputFaultsTest : public AnyPythonWorkloadTest {
 
   std::string path_;
   std::unique_ptr<ChildProcess> pyperf_;
+  // Declared after pyperf_, so unmounted before PyPerf is stopped, as a
+  // tmpfs local to the test body was.
+  std::optional<TempDir> tmpfs_parent_;
+  std::optional<TmpfsMount> tmpfs_;
 };
 
 // The directory is removed under a running PyPerf: each SIGUSR2 is one error
@@ -382,16 +392,15 @@ TEST_F(OutputFaultsTest, RemovedDirectoryFailsEachDumpUntilItIsBack) {
 // appears under a PATH.<stamp> name, each failed dump is one error line, and
 // once space is back the next dump holds every sample.
 TEST_F(OutputFaultsTest, FullFileSystemFailsEachDumpUntilThereIsRoom) {
-  TempDir tmp;
-  TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,mode=0755");
-  if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
+  if (auto why = MountTmpfs("size=2m,mode=0755"))
+    PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + *why);
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs_->dir() + "/pyperf.col"));
   ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
   std::string before_full;
   EXPECT_TRUE(HasPhase(DumpOk(&before_full), 0));
   ASSERT_EQ(unlink(before_full.c_str()), 0);  // as gProfiler does once it has read it
 
-  const std::string filler = tmpfs.dir() + "/filler";
+  const std::string filler = tmpfs_->dir() + "/filler";
   ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(filler));
 
   uint64_t kept = 0;
@@ -407,11 +416,10 @@ TEST_F(OutputFaultsTest, FullFileSystemFailsEachDumpUntilThereIsRoom) {
 // PATH (which would tell a caller waiting for the next PyPerf on this PATH
 // that it is ready).
 TEST_F(OutputFaultsTest, FullFileSystemAtSigtermExitsOneLeavingNoFile) {
-  TempDir tmp;
-  TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,mode=0755");
-  if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
-  ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(tmpfs.dir() + "/filler"));
+  if (auto why = MountTmpfs("size=2m,mode=0755"))
+    PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + *why);
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs_->dir() + "/pyperf.col"));
+  ASSERT_NO_FATAL_FAILURE(FillLeavingTwoPages(tmpfs_->dir() + "/filler"));
   ASSERT_NO_FATAL_FAILURE(RunInThisPhase());
 
   pyperf_->Signal(SIGTERM);
@@ -432,15 +440,14 @@ TEST_F(OutputFaultsTest, FullFileSystemAtSigtermExitsOneLeavingNoFile) {
 // next interval: a warning. The next dump then fails (one error line, the
 // samples kept) until an inode is free again.
 TEST_F(OutputFaultsTest, NoInodeForAFreshFileStillReportsTheDeliveredOne) {
-  TempDir tmp;
-  TmpfsMount tmpfs(tmp.File("mnt"), "size=2m,nr_inodes=64,mode=0755");
-  if (!tmpfs.error().empty()) PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + tmpfs.error());
-  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs.dir() + "/pyperf.col"));
+  if (auto why = MountTmpfs("size=2m,nr_inodes=64,mode=0755"))
+    PYPERF_SKIP_OR_FAIL("cannot mount a tmpfs: " + *why);
+  ASSERT_NO_FATAL_FAILURE(StartProfiling(tmpfs_->dir() + "/pyperf.col"));
 
   // Every inode taken (the last files may fail for want of an inode, not room).
   std::vector<std::string> fillers;
   for (int i = 0;; ++i) {
-    std::string name = tmpfs.dir() + "/inode." + std::to_string(i);
+    std::string name = tmpfs_->dir() + "/inode." + std::to_string(i);
     int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       ASSERT_EQ(errno, ENOSPC) << strerror(errno);

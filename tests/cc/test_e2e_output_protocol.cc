@@ -34,8 +34,6 @@ namespace pyperf_test {
 namespace {
 
 using Clock = std::chrono::system_clock;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 constexpr auto kGProfilerFileTimeout = seconds(10);  // gProfiler waits this long for PATH
 constexpr auto kGProfilerDumpTimeout = seconds(5);   // and this long for a dump
@@ -92,9 +90,9 @@ void ExpectDelivered(const std::string& file, const std::string& path, const Dum
   EXPECT_TRUE(has_main_busy) << "no stack of the workload (pid " << workload << ") with main_busy";
 }
 
-class OutputProtocolTest : public AnyPythonWorkloadTest {
+class OutputProtocolTest : public PythonWorkloadTest {
  protected:
-  OutputProtocolTest() : AnyPythonWorkloadTest("calltree.py") {}
+  OutputProtocolTest() : PythonWorkloadTest("calltree.py") {}
 
   std::vector<std::string> Args(std::vector<std::string> extra) const {
     std::vector<std::string> args = {"-F", "199", "-p", std::to_string(workload_->pid())};

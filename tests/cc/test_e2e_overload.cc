@@ -20,8 +20,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 TEST(Overload, SigtermEndsWithTheFinalDumpAndCountsWhatWasLost) {
   auto python = FindInterpreter("3.11");
   PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv 3.11 is not installed");

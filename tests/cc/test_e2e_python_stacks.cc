@@ -34,8 +34,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 // The interpreters the stack tests run on: "X.Y" is pyenv's X.Y.z, a path is
 // that binary. Add a line to cover another one.
 const std::vector<std::string> kInterpreters = {

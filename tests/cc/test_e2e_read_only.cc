@@ -28,9 +28,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 constexpr int kChurnProcesses = 30;
 
 bool AnyFrameContains(const std::vector<CollapsedLine>& lines, FrameKind kind,
@@ -57,17 +54,29 @@ TEST(ReadOnly, StraceOfAWholeHostRunShowsNoWriteSignalOrPtrace) {
   const std::string inside =
       root_dir.Copy(std::string(PYPERF_TEST_DIR) + "/workloads/native_busy_loop.py", "busy.py");
   ChildProcess container(ContainerArgv(*root, {root->python, inside}));
-  ASSERT_TRUE(WaitFor([&] { return container.Stdout().find("ready") != std::string::npos; },
-                      seconds(60)))
+  ASSERT_TRUE(
+      WaitFor([&] { return container.Stdout().find("ready") != std::string::npos; }, seconds(60)))
       << "the container's Python did not start: " << container.Stderr();
 
   TempDir dir;
   const std::string trace = dir.File("strace.log");
-  std::vector<std::string> argv = {strace, "-f", "--seccomp-bpf", "-qq", "-o", trace, "-e",
+  std::vector<std::string> argv = {strace,
+                                   "-f",
+                                   "--seccomp-bpf",
+                                   "-qq",
+                                   "-o",
+                                   trace,
+                                   "-e",
                                    "trace=ptrace,process_vm_writev,kill,tkill,tgkill,"
                                    "pidfd_send_signal,rt_sigqueueinfo,rt_tgsigqueueinfo,open,"
                                    "openat,openat2",
-                                   PyPerfBinary(), "-v", "1", "-F", "199", "--update-interval", "1"};
+                                   PyPerfBinary(),
+                                   "-v",
+                                   "1",
+                                   "-F",
+                                   "199",
+                                   "--update-interval",
+                                   "1"};
   ChildProcess pyperf(argv);
   ASSERT_TRUE(WaitForStderr(pyperf, "Ready to profile", seconds(120))) << pyperf.Stderr();
 
@@ -130,8 +139,8 @@ TEST(ReadOnly, StraceOfAWholeHostRunShowsNoWriteSignalOrPtrace) {
       }
     }
   }
-  std::cout << "[ e2e ] strace -f: " << calls.size() << " traced calls (" << opens
-            << " opens) by " << own.size() << " PyPerf threads" << std::endl;
+  std::cout << "[ e2e ] strace -f: " << calls.size() << " traced calls (" << opens << " opens) by "
+            << own.size() << " PyPerf threads" << std::endl;
   EXPECT_GT(opens, 0u) << "the trace holds no open: the filter traced nothing";
 }
 

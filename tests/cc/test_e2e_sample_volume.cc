@@ -25,8 +25,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 // CPU seconds the workload uses in the measured interval.
 constexpr double kCpuSeconds = 3.0;
 // The dump boundary (a poll round, 100 ms at most, of a workload that may
@@ -135,17 +133,15 @@ TEST_P(SampleVolume, SamplesFollowCpuTimeAndNoneAreLost) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, SampleVolume,
-    ::testing::Values(VolumeCase{"single_thread_F199", "native_busy_loop.py", {"-F", "199"}, 199.0},
-                      VolumeCase{"threads_F199", "calltree.py", {"-F", "199"}, 199.0},
-                      // -c 3700000: every 3.7 ms of CPU, 1e9 / 3.7e6 per CPU second.
-                      // Not 4 ms: that is the scheduler tick (HZ=250) here,
-                      // and with busy cores the timer then aliases with the
-                      // tick's preemptions (measured: +25%).
-                      VolumeCase{"single_thread_c3700us",
-                                 "native_busy_loop.py",
-                                 {"-c", "3700000"},
-                                 1e9 / 3.7e6},
-                      VolumeCase{"threads_c3700us", "calltree.py", {"-c", "3700000"}, 1e9 / 3.7e6}),
+    ::testing::Values(
+        VolumeCase{"single_thread_F199", "native_busy_loop.py", {"-F", "199"}, 199.0},
+        VolumeCase{"threads_F199", "calltree.py", {"-F", "199"}, 199.0},
+        // -c 3700000: every 3.7 ms of CPU, 1e9 / 3.7e6 per CPU second.
+        // Not 4 ms: that is the scheduler tick (HZ=250) here,
+        // and with busy cores the timer then aliases with the
+        // tick's preemptions (measured: +25%).
+        VolumeCase{"single_thread_c3700us", "native_busy_loop.py", {"-c", "3700000"}, 1e9 / 3.7e6},
+        VolumeCase{"threads_c3700us", "calltree.py", {"-c", "3700000"}, 1e9 / 3.7e6}),
     [](const ::testing::TestParamInfo<VolumeCase>& info) { return info.param.name; });
 
 }  // namespace

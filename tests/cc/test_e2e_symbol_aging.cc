@@ -35,9 +35,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 constexpr uint64_t kMapSize = 1024;
 constexpr auto kDeadline = seconds(240);
 
@@ -74,16 +71,17 @@ std::optional<uint64_t> LastCachedSymbols(const std::string& stderr_text) {
   return last;
 }
 
-TEST(SymbolAging, TenTimesTheMapsSizeOfNewFunctionsAreNamedNeverMisnamed) {
-  auto python = FindInterpreter("3.11");
-  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv's Python 3.11 is not installed");
-  auto workload = StartWorkload(*python, "new_functions.py");
-  ASSERT_NE(workload, nullptr);
+class SymbolAging : public PythonWorkloadTest {
+ protected:
+  SymbolAging() : PythonWorkloadTest("new_functions.py", "3.11") {}
+};
+
+TEST_F(SymbolAging, TenTimesTheMapsSizeOfNewFunctionsAreNamedNeverMisnamed) {
   TempDir dir;
   const std::string out = dir.File("profile");
-  auto pyperf = StartPyPerf({"-v", "2", "-F", "1000", "--symbols-map-size",
-                             std::to_string(kMapSize), "--user-stacks-pages", "0", "-o", out,
-                             "-p", std::to_string(workload->pid())});
+  auto pyperf =
+      StartPyPerf({"-v", "2", "-F", "1000", "--symbols-map-size", std::to_string(kMapSize),
+                   "--user-stacks-pages", "0", "-o", out, "-p", std::to_string(workload_->pid())});
   ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kDeadline)) << pyperf->Stderr();
 
   struct Dump {
@@ -95,10 +93,9 @@ TEST(SymbolAging, TenTimesTheMapsSizeOfNewFunctionsAreNamedNeverMisnamed) {
   uint64_t rss_after_first = 0;
   const auto deadline = std::chrono::steady_clock::now() + kDeadline;
   while (named.size() < 10 * kMapSize && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_TRUE(WaitForCpu(workload->pid(), seconds(2))) << "the workload did not run";
+    ASSERT_TRUE(WaitForCpu(workload_->pid(), seconds(2))) << "the workload did not run";
     auto line = RequestDump(*pyperf, seconds(60));
-    ASSERT_TRUE(line && !DumpOutputPath(*line).empty()) << "no dump; stderr:\n"
-                                                        << pyperf->Stderr();
+    ASSERT_TRUE(line && !DumpOutputPath(*line).empty()) << "no dump; stderr:\n" << pyperf->Stderr();
     CollapsedProfile profile = ParseCollapsed(ReadFile(DumpOutputPath(*line)));
     Dump d;
     d.fresh = FreshFunctions(profile);
@@ -151,9 +148,9 @@ TEST(SymbolAging, TenTimesTheMapsSizeOfNewFunctionsAreNamedNeverMisnamed) {
   size_t misnamed = 0;
   for (const auto& [n, in] : dumps_of) {
     if (in.size() == 1 || (in.size() == 2 && in[1] == in[0] + 1)) continue;
-    if (++misnamed <= 5) ADD_FAILURE() << "fresh_" << n << " named in " << in.size() << " dumps, "
-                                       << "the first " << in[0] + 1 << ", the last "
-                                       << in.back() + 1;
+    if (++misnamed <= 5)
+      ADD_FAILURE() << "fresh_" << n << " named in " << in.size() << " dumps, "
+                    << "the first " << in[0] + 1 << ", the last " << in.back() + 1;
   }
   EXPECT_EQ(misnamed, 0u);
 

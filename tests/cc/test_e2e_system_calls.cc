@@ -24,9 +24,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
 // Ten rounds a second, each an epoll_wait and a few map reads, and the
 // kernel stacks map emptied once a second; with room to spare.
 constexpr double kFixedCallsPerSecond = 40;

@@ -25,8 +25,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 // The -v level a stderr line belongs to (README), or -1 for a line that no
 // level may print.
 int LevelOf(const std::string& line) {
@@ -46,12 +44,13 @@ int LevelOf(const std::string& line) {
   return -1;
 }
 
-TEST(Verbosity, EachLevelPrintsExactlyItsKindsOfLines) {
-  auto python = FindInterpreter("3.11");
-  PYPERF_REQUIRE_PYTHON_AND_BPF(python, "pyenv 3.11 is not installed");
-  auto workload = StartWorkload(*python, "native_busy_loop.py");
-  ASSERT_NE(workload, nullptr);
-  std::string pid = std::to_string(workload->pid());
+class Verbosity : public PythonWorkloadTest {
+ protected:
+  Verbosity() : PythonWorkloadTest("native_busy_loop.py", "3.11") {}
+};
+
+TEST_F(Verbosity, EachLevelPrintsExactlyItsKindsOfLines) {
+  std::string pid = std::to_string(workload_->pid());
   // All five levels at once: one BPF load's wait instead of five.
   std::vector<std::unique_ptr<ChildProcess>> runs;
   for (int level = 0; level <= 4; ++level)

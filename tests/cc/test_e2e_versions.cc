@@ -72,8 +72,6 @@
 namespace pyperf_test {
 namespace {
 
-using std::chrono::seconds;
-
 constexpr int kFrequencyHz = 499;
 // Profiling goes on until each checked thread has this many samples in both
 // modes, or until the deadline.
@@ -587,18 +585,6 @@ std::vector<CollapsedLine> ThreadLines(const CollapsedProfile& profile, pid_t pi
   return tid ? profile.OfTid(*tid) : std::vector<CollapsedLine>{};
 }
 
-void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines) {
-  uint64_t total = SumCounts(lines), with_errors = 0;
-  std::vector<CollapsedLine> examples;
-  for (const auto& line : lines) {
-    if (ErrorMarkers(line).empty()) continue;
-    with_errors += line.count;
-    examples.push_back(line);
-  }
-  EXPECT_LE(100.0 * static_cast<double>(with_errors), kMaxErrorPercent * static_cast<double>(total))
-      << with_errors << " of " << total << " samples carry an error marker:" << Excerpt(examples);
-}
-
 // What every target's samples must be: some (a fatal failure, naming the
 // process `what`, if there are none), each well formed, few with an error
 // marker.
@@ -607,7 +593,7 @@ void ExpectTargetSamples(const CollapsedProfile& profile, const RunningTarget& r
   auto lines = profile.OfPid(run.pid);
   ASSERT_FALSE(lines.empty()) << "no samples of " << what << " " << run.pid;
   ExpectWellFormed(lines);
-  ExpectFewErrorMarkers(lines);
+  ExpectFewErrorMarkers(lines, kMaxErrorPercent);
 }
 
 // A thread started by threading's bootstrap that loops in class_name.outer,

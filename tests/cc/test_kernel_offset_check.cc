@@ -121,6 +121,12 @@ KernelOffsetFlags Flags(std::optional<uint64_t> fs, std::optional<uint64_t> stac
   return flags;
 }
 
+// Checks that `choice` samples with the fs and stack offsets of `expected`.
+void ExpectChosen(const pyperf::KernelOffsetChoice& choice, const KernelOffsets& expected) {
+  EXPECT_EQ(choice.offsets.fs_offset, expected.fs_base);
+  EXPECT_EQ(choice.offsets.stack_offset, expected.stack);
+}
+
 const pyperf::Result<KernelOffsets> kBtf = KernelOffsets(kRight);
 const pyperf::Result<KernelOffsets> kNoBtf = pyperf::Status::Error(
     std::string("BTF file /sys/kernel/btf/vmlinux is empty") + pyperf::kKernelOffsetFlagsHint);
@@ -129,8 +135,7 @@ TEST(ChooseKernelOffsets, RightFlagsAreUsedSilently) {
   FakeChecker checker;
   auto choice = ChooseKernelOffsets(Flags(2936, 32), kNoBtf, checker.Get());
   ASSERT_TRUE(choice.ok()) << choice.error();
-  EXPECT_EQ(choice->offsets.fs_offset, 2936u);
-  EXPECT_EQ(choice->offsets.stack_offset, 32u);
+  ExpectChosen(*choice, kRight);
   EXPECT_EQ(choice->offsets.regs_offset, 16216u);
   EXPECT_EQ(choice->warning, "");
   ASSERT_EQ(checker.asked.size(), 1u);  // BTF is absent: one candidate
@@ -148,8 +153,7 @@ TEST(ChooseKernelOffsets, WrongFlagsGiveWayToBtfWithOneWarningNamingBoth) {
   FakeChecker checker;
   auto choice = ChooseKernelOffsets(Flags(32, 32), kBtf, checker.Get());
   ASSERT_TRUE(choice.ok()) << choice.error();
-  EXPECT_EQ(choice->offsets.fs_offset, 2936u);
-  EXPECT_EQ(choice->offsets.stack_offset, 32u);
+  ExpectChosen(*choice, kRight);
   ASSERT_EQ(checker.asked.size(), 2u);
   EXPECT_EQ(checker.asked[0].fs_base, 32u);
   EXPECT_EQ(checker.asked[1].fs_base, 2936u);

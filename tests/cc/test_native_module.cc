@@ -20,7 +20,6 @@ namespace pyperf {
 namespace {
 
 namespace fs = std::filesystem;
-using pyperf_fixture::FixtureDir;
 
 std::string Lib(const std::string& variant) {
   return FixtureDir() + "/" + variant + "/libpyperf_fixture_c.so";

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,87 +40,89 @@ std::string Refused(const std::vector<std::string>& args) {
   return cl.message;
 }
 
+// Refused, for each command line of `command_lines`.
+void ExpectEachRefused(const std::vector<std::vector<std::string>>& command_lines) {
+  for (const auto& args : command_lines) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    Refused(args);
+  }
+}
+
+// Every option a long flag sets, as text, by its name in Options.
+std::map<std::string, std::string> Fields(const Options& o) {
+  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
+  auto offset = [](std::optional<uint32_t> v) { return v ? std::to_string(*v) : "unset"; };
+  std::string pids;
+  for (int pid : o.pids) pids += (pids.empty() ? "" : " ") + std::to_string(pid);
+  return {
+      {"pids", pids},
+      {"sample_mode", o.sample_mode == SampleMode::kPeriod ? "period" : "frequency"},
+      {"sample_period_ns", std::to_string(o.sample_period_ns)},
+      {"duration_seconds", std::to_string(o.duration_seconds)},
+      {"update_interval_seconds", std::to_string(o.update_interval_seconds)},
+      {"symbols_map_size", std::to_string(o.symbols_map_size)},
+      {"events_buffer_pages", std::to_string(o.events_buffer_pages)},
+      {"kernel_stacks_map_size", std::to_string(o.kernel_stacks_map_size)},
+      {"user_stacks_pages", std::to_string(o.user_stacks_pages)},
+      {"verbosity", std::to_string(o.verbosity)},
+      {"output_path", o.output_path},
+      {"fs_offset", offset(o.fs_offset)},
+      {"stack_offset", offset(o.stack_offset)},
+      {"insert_dso_name", on_off(o.insert_dso_name)},
+      {"line_numbers", o.line_numbers == LineNumberMode::kFirst ? "first" : "current"},
+      {"native_cache", on_off(o.native_cache)},
+      {"native_cache_entries", std::to_string(o.native_cache_entries)},
+      {"native_cache_bytes", std::to_string(o.native_cache_bytes)},
+      {"native_cache_max_age", std::to_string(o.native_cache_max_age)},
+  };
+}
+
+// Each long flag: the arguments ParsesEveryLongFlag gives it, the option it
+// sets (as Fields names it), that option's default and its value after them.
+struct LongFlag {
+  std::vector<std::string> args;
+  const char* field;
+  const char* default_value;
+  const char* parsed_value;
+};
+const LongFlag kLongFlags[] = {
+    {{"--pid", "12", "--pid", "34"}, "pids", "", "12 34"},
+    {{"--sample-rate", "2000000"}, "sample_period_ns", "1000000", "2000000"},
+    {{"--duration", "5"}, "duration_seconds", "0", "5"},
+    {{"--update-interval", "3"}, "update_interval_seconds", "10", "3"},
+    {{"--symbols-map-size", "1000"}, "symbols_map_size", "32768", "1000"},
+    {{"--events-buffer-pages", "128"}, "events_buffer_pages", "64", "128"},
+    {{"--kernel-stacks-map-size", "4096"}, "kernel_stacks_map_size", "65536", "4096"},
+    {{"--user-stacks-pages", "0"}, "user_stacks_pages", "2", "0"},
+    {{"--verbose", "3"}, "verbosity", "0", "3"},
+    {{"--output", "/tmp/out.col"}, "output_path", "", "/tmp/out.col"},
+    {{"--fs-offset", "0xb78"}, "fs_offset", "unset", "2936"},
+    {{"--stack-offset", "32"}, "stack_offset", "unset", "32"},
+    {{"--insert-dso-name"}, "insert_dso_name", "off", "on"},
+    {{"--line-numbers", "current"}, "line_numbers", "first", "current"},
+    {{"--native-cache", "off"}, "native_cache", "on", "off"},
+    {{"--native-cache-entries", "1024"}, "native_cache_entries", "65536", "1024"},
+    {{"--native-cache-bytes", "512K"}, "native_cache_bytes", "16777216", "524288"},  // 16 MiB
+    {{"--native-cache-max-age", "7"}, "native_cache_max_age", "600", "7"},
+};
+
 TEST(Options, DefaultsWithNoArguments) {
   Options o = Valid({});
-  EXPECT_TRUE(o.pids.empty());
-  EXPECT_EQ(o.sample_mode, SampleMode::kPeriod);
-  EXPECT_EQ(o.sample_period_ns, 1000000u);
-  EXPECT_EQ(o.duration_seconds, 0u);
-  EXPECT_EQ(o.update_interval_seconds, 10u);
-  EXPECT_EQ(o.symbols_map_size, 32768u);
-  EXPECT_EQ(o.events_buffer_pages, 64u);
-  EXPECT_EQ(o.kernel_stacks_map_size, 65536u);
-  EXPECT_EQ(o.user_stacks_pages, 2u);
-  EXPECT_EQ(o.verbosity, 0);
-  EXPECT_EQ(o.output_path, "");
-  EXPECT_FALSE(o.fs_offset.has_value());
-  EXPECT_FALSE(o.stack_offset.has_value());
-  EXPECT_FALSE(o.insert_dso_name);
-  EXPECT_EQ(o.line_numbers, LineNumberMode::kFirst);
-  EXPECT_TRUE(o.native_cache);
-  EXPECT_EQ(o.native_cache_entries, 65536u);
-  EXPECT_EQ(o.native_cache_bytes, 16u << 20);
-  EXPECT_EQ(o.native_cache_max_age, 600u);
+  auto fields = Fields(o);
+  EXPECT_EQ(fields.at("sample_mode"), "period");
+  for (const LongFlag& flag : kLongFlags)
+    EXPECT_EQ(fields.at(flag.field), flag.default_value) << flag.field;
   EXPECT_TRUE(o.warnings.empty());
 }
 
 TEST(Options, ParsesEveryLongFlag) {
-  Options o = Valid({"--pid",
-                     "12",
-                     "--pid",
-                     "34",
-                     "--sample-rate",
-                     "2000000",
-                     "--duration",
-                     "5",
-                     "--update-interval",
-                     "3",
-                     "--symbols-map-size",
-                     "1000",
-                     "--events-buffer-pages",
-                     "128",
-                     "--kernel-stacks-map-size",
-                     "4096",
-                     "--user-stacks-pages",
-                     "0",
-                     "--verbose",
-                     "3",
-                     "--output",
-                     "/tmp/out.col",
-                     "--fs-offset",
-                     "0xb78",
-                     "--stack-offset",
-                     "32",
-                     "--insert-dso-name",
-                     "--line-numbers",
-                     "current",
-                     "--native-cache",
-                     "off",
-                     "--native-cache-entries",
-                     "1024",
-                     "--native-cache-bytes",
-                     "512K",
-                     "--native-cache-max-age",
-                     "7"});
-  EXPECT_EQ(o.pids, (std::vector<int>{12, 34}));
-  EXPECT_EQ(o.sample_mode, SampleMode::kPeriod);
-  EXPECT_EQ(o.sample_period_ns, 2000000u);
-  EXPECT_EQ(o.duration_seconds, 5u);
-  EXPECT_EQ(o.update_interval_seconds, 3u);
-  EXPECT_EQ(o.symbols_map_size, 1000u);
-  EXPECT_EQ(o.events_buffer_pages, 128u);
-  EXPECT_EQ(o.kernel_stacks_map_size, 4096u);
-  EXPECT_EQ(o.user_stacks_pages, 0u);
-  EXPECT_EQ(o.verbosity, 3);
-  EXPECT_EQ(o.output_path, "/tmp/out.col");
-  EXPECT_EQ(o.fs_offset, 0xb78u);
-  EXPECT_EQ(o.stack_offset, 32u);
-  EXPECT_TRUE(o.insert_dso_name);
-  EXPECT_EQ(o.line_numbers, LineNumberMode::kCurrent);
-  EXPECT_FALSE(o.native_cache);
-  EXPECT_EQ(o.native_cache_entries, 1024u);
-  EXPECT_EQ(o.native_cache_bytes, 512u * 1024);
-  EXPECT_EQ(o.native_cache_max_age, 7u);
+  std::vector<std::string> args;
+  for (const LongFlag& flag : kLongFlags)
+    args.insert(args.end(), flag.args.begin(), flag.args.end());
+  auto fields = Fields(Valid(args));
+  EXPECT_EQ(fields.at("sample_mode"), "period");
+  for (const LongFlag& flag : kLongFlags)
+    EXPECT_EQ(fields.at(flag.field), flag.parsed_value) << flag.field << " after " << flag.args[0];
 }
 
 TEST(Options, ParsesShortFlags) {
@@ -298,35 +302,39 @@ TEST(Options, FlagFollowedByAnotherFlagIsMissingItsValue) {
 TEST(Options, MalformedNumbersAreErrors) {
   EXPECT_EQ(Refused({"-F", "abc"}),
             "PyPerf: error: -F/--frequency: 'abc' is not a non-negative integer (see --help)");
-  Refused({"-F", "10x"});
-  Refused({"-F", "1.5"});
-  Refused({"-F", " 1"});
-  Refused({"-F", "+1"});
-  Refused({"-F", ""});
-  Refused({"-d", "-1"});
-  Refused({"--fs-offset", "0x"});
-  Refused({"--fs-offset", "0xZZ"});
-  Refused({"-p", "abc"});
-  Refused({"--native-cache-bytes", "16Q"});
-  Refused({"--native-cache-bytes", "M"});
-  Refused({"--symbols-map-size", "99999999999999999999999"});  // overflows u64
+  ExpectEachRefused({
+      {"-F", "10x"},
+      {"-F", "1.5"},
+      {"-F", " 1"},
+      {"-F", "+1"},
+      {"-F", ""},
+      {"-d", "-1"},
+      {"--fs-offset", "0x"},
+      {"--fs-offset", "0xZZ"},
+      {"-p", "abc"},
+      {"--native-cache-bytes", "16Q"},
+      {"--native-cache-bytes", "M"},
+      {"--symbols-map-size", "99999999999999999999999"},  // overflows u64
+  });
 }
 
 TEST(Options, OutOfRangeNumbersAreErrors) {
   EXPECT_EQ(Refused({"-v", "5"}),
             "PyPerf: error: -v/--verbose: 5 is out of range (0 to 4) (see --help)");
-  Refused({"-F", "0"});
-  Refused({"-c", "0"});
-  Refused({"--update-interval", "0"});
-  Refused({"--symbols-map-size", "0"});
-  Refused({"--kernel-stacks-map-size", "0"});
-  Refused({"--events-buffer-pages", "0"});
-  Refused({"--native-cache-entries", "0"});
-  Refused({"--native-cache-max-age", "0"});
-  Refused({"--fs-offset", "99999999"});
-  Refused({"--user-stacks-pages", "99999999999"});
-  Refused({"-p", "0"});
-  Refused({"--native-cache-bytes", "99999999999T"});  // overflows when scaled
+  ExpectEachRefused({
+      {"-F", "0"},
+      {"-c", "0"},
+      {"--update-interval", "0"},
+      {"--symbols-map-size", "0"},
+      {"--kernel-stacks-map-size", "0"},
+      {"--events-buffer-pages", "0"},
+      {"--native-cache-entries", "0"},
+      {"--native-cache-max-age", "0"},
+      {"--fs-offset", "99999999"},
+      {"--user-stacks-pages", "99999999999"},
+      {"-p", "0"},
+      {"--native-cache-bytes", "99999999999T"},  // overflows when scaled
+  });
 }
 
 TEST(Options, EventsBufferPagesMustBeAPowerOfTwo) {

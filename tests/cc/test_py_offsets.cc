@@ -76,6 +76,11 @@ std::function<Probe(const PythonVersion&)> Since(int major, int minor, Probe pro
   return [=](const PythonVersion& v) { return v.AtLeast(major, minor) ? probe : Absent(); };
 }
 
+// A field read one way in Python 2, another in Python 3.
+std::function<Probe(const PythonVersion&)> Py2Or3(Probe py2, Probe py3) {
+  return [=](const PythonVersion& v) { return Py3(v) ? py3 : py2; };
+}
+
 #define PYPERF_FIELD(name) #name, &pyperf_offsets::name
 
 const std::vector<FieldSpec>& Fields() {
@@ -86,28 +91,17 @@ const std::vector<FieldSpec>& Fields() {
          return Value(v.AtLeast(3, 11) ? PYPERF_FRAME_INTERPRETER : PYPERF_FRAME_OBJECT);
        }},
       {PYPERF_FIELD(string_kind), 0,
-       [](const PythonVersion& v) {
-         return Value(Py3(v) ? PYPERF_STRING_UNICODE : PYPERF_STRING_BYTES);
-       }},
+       Py2Or3(Value(PYPERF_STRING_BYTES), Value(PYPERF_STRING_UNICODE))},
       {PYPERF_FIELD(object_type), 8, Always(OffsetOf("PyObject", "ob_type"))},
       {PYPERF_FIELD(type_name), 8, Always(OffsetOf("PyTypeObject", "tp_name"))},
       {PYPERF_FIELD(tuple_items), 0, Always(OffsetOf("PyTupleObject", "ob_item"))},
       {PYPERF_FIELD(var_object_size), 8, Always(OffsetOf("PyVarObject", "ob_size"))},
       {PYPERF_FIELD(string_data), 0,
-       [](const PythonVersion& v) {
-         return Py3(v) ? SizeOf("PyASCIIObject") : OffsetOf("PyStringObject", "ob_sval");
-       }},
-      {PYPERF_FIELD(unicode_state), 4,
-       [](const PythonVersion& v) {
-         return Py3(v) ? OffsetOf("PyASCIIObject", "state") : Absent();
-       }},
+       Py2Or3(OffsetOf("PyStringObject", "ob_sval"), SizeOf("PyASCIIObject"))},
+      {PYPERF_FIELD(unicode_state), 4, Py2Or3(Absent(), OffsetOf("PyASCIIObject", "state"))},
       {PYPERF_FIELD(unicode_length), 8,
-       [](const PythonVersion& v) {
-         return Py3(v) ? OffsetOf("PyASCIIObject", "length")
-                       : OffsetOf("PyStringObject", "ob_size");
-       }},
-      {PYPERF_FIELD(compact_unicode_data), 0,
-       [](const PythonVersion& v) { return Py3(v) ? SizeOf("PyCompactUnicodeObject") : Absent(); }},
+       Py2Or3(OffsetOf("PyStringObject", "ob_size"), OffsetOf("PyASCIIObject", "length"))},
+      {PYPERF_FIELD(compact_unicode_data), 0, Py2Or3(Absent(), SizeOf("PyCompactUnicodeObject"))},
       {PYPERF_FIELD(code_filename), 8, Always(OffsetOf("PyCodeObject", "co_filename"))},
       {PYPERF_FIELD(code_name), 8, Always(OffsetOf("PyCodeObject", "co_name"))},
       {PYPERF_FIELD(code_firstlineno), 4, Always(OffsetOf("PyCodeObject", "co_firstlineno"))},
@@ -127,10 +121,7 @@ const std::vector<FieldSpec>& Fields() {
          return v.AtLeast(3, 11) ? Absent() : OffsetOf("PyCodeObject", "co_code");
        }},
       {PYPERF_FIELD(bytes_data), 0,
-       [](const PythonVersion& v) {
-         return Py3(v) ? OffsetOf("PyBytesObject", "ob_sval")
-                       : OffsetOf("PyStringObject", "ob_sval");
-       }},
+       Py2Or3(OffsetOf("PyStringObject", "ob_sval"), OffsetOf("PyBytesObject", "ob_sval"))},
       // How lines are found is a choice per version: lnotab until 3.9 (signed
       // line deltas from 3.6), the 3.10 linetable, location entries after.
       {PYPERF_FIELD(line_table_format), 0,

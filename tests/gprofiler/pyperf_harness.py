@@ -24,6 +24,7 @@ import struct
 import subprocess
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 
 
 class PyPerfError(Exception):
@@ -216,17 +217,17 @@ def kernel_task_offsets(btf_path="/sys/kernel/btf/vmlinux"):
 
 # --- gprofiler/profilers/python_ebpf.py --------------------------------------
 
-class Snapshot(object):
+@dataclass
+class Snapshot:
     """What one gProfiler cycle got: the parsed profile (pid -> Counter of
     "comm;frames"), the lines gProfiler would have dropped, the file read and
     the older files it deleted unread."""
 
-    def __init__(self, path, text, parsed, bad_lines, deleted):
-        self.path = path
-        self.text = text
-        self.parsed = parsed
-        self.bad_lines = bad_lines
-        self.deleted = deleted
+    path: str
+    text: str
+    parsed: dict
+    bad_lines: list
+    deleted: list
 
     def samples(self, pid=None):
         if pid is None:
@@ -234,15 +235,15 @@ class Snapshot(object):
         return sum(self.parsed.get(pid, Counter()).values())
 
 
-class StartupCheck(object):
+@dataclass
+class StartupCheck:
     """The outcome of PythonEbpfHarness.test()."""
 
-    def __init__(self, returncode, elapsed, files, stdout, stderr):
-        self.returncode = returncode
-        self.elapsed = elapsed
-        self.files = files
-        self.stdout = stdout
-        self.stderr = stderr
+    returncode: int
+    elapsed: float
+    files: list
+    stdout: bytes
+    stderr: bytes
 
 
 class PythonEbpfHarness(object):

@@ -37,40 +37,19 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import Counter
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pyperf_harness as gp  # noqa: E402
-
-SKIP_EXIT = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # tests/, for script_support
+import pyperf_harness as gp  # noqa: E402
+import script_support  # noqa: E402
+from script_support import Failure, Skip, check, log  # noqa: E402
+
 WORKLOAD = os.path.normpath(os.path.join(HERE, "..", "cc", "workloads", "calltree.py"))
 CYCLE_SECONDS = 1.0  # gProfiler's interval is 60 s; 1 s keeps the suite short
 SYSCALL_ENTRY = re.compile(r"^(entry_SYSCALL_64\w*|do_syscall_64)_\[k\]$")
 DSO_IN_NATIVE_FRAME = re.compile(r" \(/[^()]*\)_\[pn\]$")
-
-
-class Skip(Exception):
-    pass
-
-
-class Failure(AssertionError):
-    pass
-
-
-def strict():
-    return os.environ.get("PYPERF_TEST_STRICT") == "1"
-
-
-def log(message):
-    sys.stdout.write(message + "\n")
-    sys.stdout.flush()
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
 
 
 # --- requirements -------------------------------------------------------------
@@ -711,23 +690,7 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3.11", help="interpreter path or pyenv:X.Y")
     parser.add_argument("case", choices=sorted(CASES))
     args = parser.parse_args()
-    started = time.monotonic()
-    try:
-        CASES[args.case](args)
-    except Skip as e:
-        if strict():
-            log("FAILED (skip under PYPERF_TEST_STRICT=1): %s" % e)
-            return 1
-        log("SKIPPED: %s" % e)
-        return SKIP_EXIT
-    except Failure as e:
-        log("FAILED: %s" % e)
-        return 1
-    except Exception:
-        log("FAILED with an exception:\n" + traceback.format_exc())
-        return 1
-    log("PASSED %s in %.1fs" % (args.case, time.monotonic() - started))
-    return 0
+    return script_support.run(lambda: CASES[args.case](args), args.case)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ import sys
 import tempfile
 import time
 
-SKIP_EXIT = 77
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+import script_support  # noqa: E402
+from script_support import Failure, Skip, check, log  # noqa: E402
+
 PACKAGE = "pyperf"
 INSTALLED_BINARY = "/usr/bin/PyPerf"
 INSTALLED_MANPAGE = "/usr/share/man/man8/PyPerf.8.gz"
@@ -30,24 +33,6 @@ BUILD_TIMEOUT = 1200  # seconds; a cold build on 2 cores takes a few minutes
 # What the copy leaves out: build trees and what an in-tree package build leaves.
 EXCLUDED = re.compile(r"^(build[^/]*|obj-[^/]*|\.git|\.cache|debian/(pyperf|tmp|\.debhelper)"
                       r"|debian/(files|debhelper-build-stamp|[^/]*\.substvars|[^/]*\.debhelper\.log))(/|$)")
-
-
-class Skip(Exception):
-    pass
-
-
-class Failure(AssertionError):
-    pass
-
-
-def log(message):
-    sys.stdout.write(message + "\n")
-    sys.stdout.flush()
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
 
 
 def run(cmd, timeout, **kw):
@@ -213,20 +198,8 @@ def main():
     parser.add_argument("--source", required=True, help="the source tree (with debian/)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
-    started = time.monotonic()
-    try:
-        test(os.path.abspath(args.source), args.keep)
-    except Skip as e:
-        if os.environ.get("PYPERF_TEST_STRICT") == "1":
-            log("FAILED (skip under PYPERF_TEST_STRICT=1): %s" % e)
-            return 1
-        log("SKIPPED: %s" % e)
-        return SKIP_EXIT
-    except Failure as e:
-        log("FAILED: %s" % e)
-        return 1
-    log("PASSED in %.0fs" % (time.monotonic() - started))
-    return 0
+    return script_support.run(lambda: test(os.path.abspath(args.source), args.keep),
+                              "the Debian package test")
 
 
 if __name__ == "__main__":

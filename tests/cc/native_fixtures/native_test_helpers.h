@@ -123,6 +123,13 @@ inline std::string Join(const std::vector<std::string>& names) {
   return out;
 }
 
+// Checks that an unwind of the fixture got past the capture and the C
+// library's static function: frame 2 is pyperf_fixture_middle.
+inline void ExpectFixtureMiddleAtFrame2(const std::vector<pyperf::NativeFrame>& frames) {
+  ASSERT_GE(frames.size(), 3u) << Join(Names(frames));
+  EXPECT_EQ(frames[2].name, "pyperf_fixture_middle");
+}
+
 inline std::string Hex(uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
@@ -269,3 +276,11 @@ inline std::string Addr2LineFunction(const std::string& file, uint64_t vaddr) {
 }
 
 }  // namespace pyperf_fixture
+
+// The tests that use these live in namespace pyperf, beside the code they
+// test, and name them unqualified.
+namespace pyperf {
+using pyperf_fixture::FixtureDir;
+using pyperf_fixture::Join;
+using pyperf_fixture::Names;
+}  // namespace pyperf

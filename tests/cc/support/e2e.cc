@@ -50,9 +50,11 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
   return child;
 }
 
-void AnyPythonWorkloadTest::SetUp() {
-  python_ = AnyInterpreter();
-  PYPERF_REQUIRE_PYTHON_AND_BPF(python_, "no Python interpreter installed");
+void PythonWorkloadTest::SetUp() {
+  python_ = spec_.empty() ? AnyInterpreter() : FindInterpreter(spec_);
+  PYPERF_REQUIRE_PYTHON_AND_BPF(python_, spec_.empty()
+                                             ? "no Python interpreter installed"
+                                             : "interpreter " + spec_ + " is not installed");
   workload_ = StartWorkload(*python_, script_);
   ASSERT_NE(workload_, nullptr);
 }
@@ -149,6 +151,18 @@ std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine
                                                  const std::string& what) {
   ExpectShareOfSamples(lines, PythonStackEndsWith(functions, rooted), min_percent, what);
   return LinesEndingWith(lines, functions, rooted);
+}
+
+void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines, double max_percent) {
+  uint64_t total = SumCounts(lines), with_errors = 0;
+  std::vector<CollapsedLine> examples;
+  for (const auto& line : lines) {
+    if (ErrorMarkers(line).empty()) continue;
+    with_errors += line.count;
+    examples.push_back(line);
+  }
+  EXPECT_LE(100.0 * static_cast<double>(with_errors), max_percent * static_cast<double>(total))
+      << with_errors << " of " << total << " samples carry an error marker:" << Excerpt(examples);
 }
 
 std::optional<Interpreter> AnyInterpreter() {

@@ -18,6 +18,10 @@
 
 namespace pyperf_test {
 
+// The units the end-to-end tests state their times in.
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
 // How long a workload may take to print its "ready" line.
 inline constexpr std::chrono::seconds kWorkloadReadyTimeout{30};
 // How long a PyPerf run of a few seconds (-d) may take: its startup (BPF
@@ -47,11 +51,13 @@ std::unique_ptr<ChildProcess> StartWorkload(const Interpreter& python, const std
                                             const std::map<std::string, std::string>& env = {});
 
 // A fixture whose SetUp starts tests/cc/workloads/<script> (the script the
-// derived fixture names) on AnyInterpreter(); it skips the test (fails it in
-// strict mode) when there is no interpreter or no BPF.
-class AnyPythonWorkloadTest : public ::testing::Test {
+// derived fixture names) on the interpreter for `spec` (FindInterpreter), or
+// on AnyInterpreter() when `spec` is empty; it skips the test (fails it in
+// strict mode) when there is no such interpreter or no BPF.
+class PythonWorkloadTest : public ::testing::Test {
  protected:
-  explicit AnyPythonWorkloadTest(std::string script) : script_(std::move(script)) {}
+  explicit PythonWorkloadTest(std::string script, std::string spec = "")
+      : script_(std::move(script)), spec_(std::move(spec)) {}
   void SetUp() override;
 
   std::optional<Interpreter> python_;
@@ -59,6 +65,7 @@ class AnyPythonWorkloadTest : public ::testing::Test {
 
  private:
   std::string script_;
+  std::string spec_;
 };
 
 // Starts the built PyPerf with `args`.
@@ -118,6 +125,10 @@ std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine
                                                  const std::vector<std::string>& functions,
                                                  bool rooted, double min_percent,
                                                  const std::string& what);
+
+// Checks that at most `max_percent` of the samples of `lines` carry an error
+// marker; on failure, shows some that do.
+void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines, double max_percent);
 
 // The CPU time process `pid` has used (utime + stime), in clock ticks
 // (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a

@@ -2,7 +2,8 @@
 PyPerf's no-thread-state counter test: argv[1] is the library built from
 native_thread_spin.cc, whose pyperf_e2e_start_native_thread() starts a thread
 that spins in C without ever entering Python (so it has no PyThreadState).
-The main thread spins in Python meanwhile.
+The main thread spins in Python meanwhile, calling callback_work() over and
+over.
 
 With "callbacks" after the library, the thread keeps entering Python instead:
 pyperf_e2e_start_callback_thread() calls callback_work() (a ctypes callback:
@@ -14,13 +15,6 @@ Runs until killed. Prints "native-tid <tid>" and then "ready" once both run.
 """
 import ctypes
 import sys
-
-
-def python_spin():
-    while True:
-        x = 0
-        for i in range(10000):
-            x += i
 
 
 def callback_work():
@@ -46,4 +40,5 @@ if __name__ == "__main__":
         tid = start()
     sys.stdout.write("native-tid %d\nready\n" % tid)
     sys.stdout.flush()
-    python_spin()
+    while True:
+        callback_work()
