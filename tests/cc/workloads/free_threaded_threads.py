@@ -4,9 +4,10 @@ tests/cc/test_e2e_free_threaded.cc.
 
 Usage: python3.13t free_threaded_threads.py
 
-Thread i runs worker_<i> -> <its leaf> forever; the leaves' names cover every
-CPython string kind (ASCII, Latin-1, UCS-2 with Greek and CJK, UCS-4). With
-no GIL all eight run in parallel. The main thread meanwhile starts short-lived
+Thread i runs worker_<i> -> <its leaf> forever, each leaf a different
+computation in pure bytecode; the leaves' names cover every CPython string
+kind (ASCII, Latin-1, UCS-2 with Greek and CJK, UCS-4). With no GIL all
+eight run in parallel. The main thread meanwhile starts short-lived
 threads one after another, each running churn_worker -> churn_leaf for about
 0.2 s, so threads start and end while PyPerf runs. Prints "ready" once every
 busy thread is in its leaf.
@@ -16,7 +17,7 @@ import threading
 import time
 
 
-def spin_ascii(started):
+def spin_ascii(started):  # sums integers
     started.release()
     x = 0
     while True:
@@ -24,60 +25,66 @@ def spin_ascii(started):
             x += i
 
 
-def größe(started):  # Latin-1
+def größe(started):  # Latin-1; a 32-bit FNV-style hash
     started.release()
-    x = 0
+    h = 2166136261
     while True:
         for i in range(1000):
-            x += i
+            h = ((h ^ i) * 16777619) & 0xFFFFFFFF
 
 
-def grüße_λ(started):  # UCS-2 (Greek)
+def grüße_λ(started):  # UCS-2 (Greek); a float recurrence
     started.release()
-    x = 0
+    y = 1.0
     while True:
         for i in range(1000):
-            x += i
+            y = y * 0.5 + i
 
 
-def 计算_线程(started):  # UCS-2 (CJK)
+def 计算_线程(started):  # UCS-2 (CJK); counts with a branch
     started.release()
-    x = 0
+    n = 0
     while True:
         for i in range(1000):
-            x += i
+            if i % 3 == 0:
+                n += 1
+            else:
+                n -= 1
 
 
-def 𠀀𠀁_spin(started):  # UCS-4
+def 𠀀𠀁_spin(started):  # UCS-4; walks the characters of a string
     started.release()
-    x = 0
+    text = "abracadabra" * 20
+    while True:
+        k = 0
+        for c in text:
+            if c == "a":
+                k += 1
+
+
+def busy_five(started):  # squares the items of a tuple
+    started.release()
+    values = tuple(range(50))
+    while True:
+        s = 0
+        for v in values:
+            s += v * v
+
+
+def busy_six(started):  # rotates a 16-bit word
+    started.release()
+    b = 1
+    while True:
+        for _ in range(1000):
+            b = ((b << 1) | (b >> 15)) & 0xFFFF
+
+
+def busy_seven(started):  # keeps a running maximum
+    started.release()
+    m = -1
     while True:
         for i in range(1000):
-            x += i
-
-
-def busy_five(started):
-    started.release()
-    x = 0
-    while True:
-        for i in range(1000):
-            x += i
-
-
-def busy_six(started):
-    started.release()
-    x = 0
-    while True:
-        for i in range(1000):
-            x += i
-
-
-def busy_seven(started):
-    started.release()
-    x = 0
-    while True:
-        for i in range(1000):
-            x += i
+            m = i if i > m else m
 
 
 def worker_0(started): spin_ascii(started)
