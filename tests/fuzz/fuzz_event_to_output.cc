@@ -249,7 +249,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const int32_t stack_id = event.kernel_stack_id;
         if (stack_id == kNoKernelStack) return;
         auto it = kernel_stacks.find(stack_id);
-        if (stack_id < 0 || event.kernel_stack_generation != kernel_stack_generation ||
+        if (stack_id < 0 || kernel_stack_generation - event.kernel_stack_generation > 1 ||
             it == kernel_stacks.end()) {
           st.AddMarker(pyperf::kLostKernelStack);
           return;

@@ -70,9 +70,14 @@ BPF_PERCPU_ARRAY(symbol_counter, u64, PYPERF_SYMBOL_COUNTERS);
  * are limited to 32 KiB and the user stack copy may be larger. */
 BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
 BPF_PERF_OUTPUT(events);
-BPF_STACK_TRACE(kernel_stacks, KERNEL_STACKS_MAP_SIZE);
-/* [0]: the kernel_stacks map's generation, which user space bumps each time
- * it has emptied the map (see pyperf_event.kernel_stack_generation). */
+/* Two maps of kernel stacks, taking turns: an even generation's ids are in
+ * kernel_stacks_even, an odd one's in kernel_stacks_odd. User space empties
+ * the map the next generation will fill (the one before the current's, whose
+ * events it has all read) and then bumps the generation, so the map events in
+ * flight name is never emptied under them. */
+BPF_STACK_TRACE(kernel_stacks_even, KERNEL_STACKS_MAP_SIZE);
+BPF_STACK_TRACE(kernel_stacks_odd, KERNEL_STACKS_MAP_SIZE);
+/* [0]: the kernel stacks' generation (see pyperf_event.kernel_stack_generation). */
 BPF_ARRAY(kernel_stack_generation, u32, 1);
 BPF_PROG_ARRAY(progs, 2);
 /* [0]: the task_struct offsets in use, set before sampling starts. */
@@ -288,15 +293,18 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
-  /* The generation is read before the id is taken, so an event with the
-   * current generation took its id after user space last emptied the map. A
-   * stack whose slot holds another one, or a full map, gives -EEXIST /
-   * -ENOMEM (a lost kernel stack), never the other stack: with
-   * BPF_F_REUSE_STACKID an event still in flight would name the frames that
-   * replaced its own. */
+  /* The generation is read before the id is taken, and picks the map: the
+   * id is in the map of the generation the event carries. A stack whose slot
+   * holds another one, or a full map, gives -EEXIST / -ENOMEM (a lost kernel
+   * stack), never the other stack: with BPF_F_REUSE_STACKID an event still in
+   * flight would name the frames that replaced its own. */
   u32 *generation = kernel_stack_generation.lookup(&zero);
-  event->kernel_stack_generation = generation ? *(volatile u32 *)generation : 0;
-  event->kernel_stack_id = kernel_stacks.get_stackid(ctx, 0);
+  u32 kernel_generation = generation ? *(volatile u32 *)generation : 0;
+  event->kernel_stack_generation = kernel_generation;
+  if (kernel_generation & 1)
+    event->kernel_stack_id = kernel_stacks_odd.get_stackid(ctx, 0);
+  else
+    event->kernel_stack_id = kernel_stacks_even.get_stackid(ctx, 0);
 
   u64 task = bpf_get_current_task();
   state->task = task;

@@ -91,7 +91,8 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
     auto st = progs.update_value(i, fd);
     if (!st.ok()) return Status::Error("cannot install tail call: " + st.msg());
   }
-  self->kernel_stacks_fd_ = self->bpf_->get_stack_table("kernel_stacks").get_fd();
+  self->kernel_stacks_fd_[0] = self->bpf_->get_stack_table("kernel_stacks_even").get_fd();
+  self->kernel_stacks_fd_[1] = self->bpf_->get_stack_table("kernel_stacks_odd").get_fd();
   // Loaded now so that attaching later reuses it (and prints nothing).
   int main_fd = -1;
   Status loaded = LoadBpfFunction(*self->bpf_, "on_sample", BPF_PROG_TYPE_PERF_EVENT, &main_fd);
@@ -283,9 +284,10 @@ PyPerfBpf::MapFill PyPerfBpf::ReadMapFill() {
   return fill;
 }
 
-bool PyPerfBpf::ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out) {
+bool PyPerfBpf::ReadKernelStack(uint32_t generation, int32_t stack_id, std::vector<uint64_t>* out) {
   out->clear();
-  if (stack_id < 0 || bpf_map_lookup_elem(kernel_stacks_fd_, &stack_id, &kernel_stack_) != 0)
+  if (stack_id < 0 ||
+      bpf_map_lookup_elem(kernel_stacks_fd_[generation & 1], &stack_id, &kernel_stack_) != 0)
     return false;
   for (uintptr_t ip : kernel_stack_.ip) {
     if (ip == 0) break;
@@ -294,14 +296,14 @@ bool PyPerfBpf::ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out) {
   return true;
 }
 
-Result<size_t> PyPerfBpf::ClearKernelStacks(uint32_t next_generation) {
-  // The ids held first, then their deletion: the walk needs each id it
-  // starts from to be held still. A stack the program adds meanwhile stays
-  // until the next clear, and its events, of the old generation, are lost.
-  ReadInt32Keys(kernel_stacks_fd_, &kernel_stack_ids_);
+Result<size_t> PyPerfBpf::StartKernelStackGeneration(uint32_t next_generation) {
+  // The map the next generation fills holds the one before the current's,
+  // which the program no longer writes: its ids are held first, then
+  // deleted (the walk needs each id it starts from to be held still).
+  const int fd = kernel_stacks_fd_[next_generation & 1];
+  ReadInt32Keys(fd, &kernel_stack_ids_);
   size_t freed = 0;
-  for (int32_t held : kernel_stack_ids_)
-    freed += bpf_map_delete_elem(kernel_stacks_fd_, &held) == 0;
+  for (int32_t held : kernel_stack_ids_) freed += bpf_map_delete_elem(fd, &held) == 0;
   auto st =
       bpf_->get_array_table<uint32_t>("kernel_stack_generation").update_value(0, next_generation);
   if (!st.ok()) return Status::Error("cannot set the kernel stacks' generation: " + st.msg());

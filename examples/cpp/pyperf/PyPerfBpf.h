@@ -105,14 +105,17 @@ class PyPerfBpf {
     size_t thread_states = 0, thread_states_max = 0;
   };
   MapFill ReadMapFill();
-  // The kernel return addresses of a stack id, innermost first, into *out
-  // (replaced; no allocation once it has room). False if the map holds no
-  // such id.
-  bool ReadKernelStack(int32_t stack_id, std::vector<uint64_t>* out);
-  // Empties the kernel stacks map, then sets the generation the BPF program
-  // stamps on the ids it hands out from now on (pyperf_event's
-  // kernel_stack_generation). Returns how many stacks were freed.
-  Result<size_t> ClearKernelStacks(uint32_t next_generation);
+  // The kernel return addresses of a stack id taken in `generation` (which
+  // names its map), innermost first, into *out (replaced; no allocation once
+  // it has room). False if the map holds no such id.
+  bool ReadKernelStack(uint32_t generation, int32_t stack_id, std::vector<uint64_t>* out);
+  // Empties the kernel stacks map `next_generation` will fill (the one of the
+  // generation before the current: every event of it must have been read),
+  // then sets the generation the BPF program stamps on its events from now
+  // on (pyperf_event's kernel_stack_generation). The current generation's
+  // map is left alone, so its events in flight stay readable. Returns how
+  // many stacks were freed.
+  Result<size_t> StartKernelStackGeneration(uint32_t next_generation);
 
  private:
   explicit PyPerfBpf(const BpfConfig& config) : config_(config) {}
@@ -125,9 +128,9 @@ class PyPerfBpf {
   EventCallback on_event_;
   LostCallback on_lost_;
   bool attached_ = false;
-  int kernel_stacks_fd_ = -1;              // owned by bpf_
+  int kernel_stacks_fd_[2] = {-1, -1};     // even, odd generations; owned by bpf_
   ebpf::stacktrace_t kernel_stack_;        // the last stack read
-  std::vector<int32_t> kernel_stack_ids_;  // ClearKernelStacks' scratch
+  std::vector<int32_t> kernel_stack_ids_;  // StartKernelStackGeneration's scratch
 };
 
 }  // namespace pyperf

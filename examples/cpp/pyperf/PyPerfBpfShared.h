@@ -180,15 +180,17 @@ struct pyperf_event {
   pp_u32 pid;
   pp_u32 tid;
   char comm[16];
-  pp_s32 kernel_stack_id; /* in the kernel_stacks map; negative: none (-EFAULT) or lost */
+  pp_s32 kernel_stack_id; /* in its generation's kernel stacks map; negative: none (-EFAULT) or lost */
   pp_u32 frame_count;
   pp_u8 error;
   pp_u8 truncated;
   pp_u8 user_mode;
   pp_u8 no_thread_state; /* the thread list holds no state of this thread (a native thread) */
-  /* The kernel_stacks map's generation when the id was taken: user space
-   * empties the map now and then and bumps the generation after; an id of an
-   * older generation may since name another stack, so it is not read. */
+  /* The kernel stacks' generation when the id was taken, and so the map it
+   * is in (even or odd). User space empties a map only once every event of
+   * its last generation is read, then starts the next generation in it: an id
+   * more than one generation old may since name another stack, so it is not
+   * read. */
   pp_u32 kernel_stack_generation;
   pp_u64 ip;
   pp_u64 sp;

@@ -75,7 +75,7 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
   value("--events-buffer-pages", raw.events_buffer_pages, "N",
         "Pages of perf buffer per CPU, a power of 2 (default: 64)");
   value("--kernel-stacks-map-size", raw.kernel_stacks_map_size, "N",
-        "Entries of the BPF map of kernel stacks (default: 65536)");
+        "Entries of each of the two BPF maps of kernel stacks (default: 32768)");
   value("--user-stacks-pages", raw.user_stacks_pages, "N",
         "4 KiB pages of user stack copied per sample for native unwinding; 0 = no native "
         "frames; values above 15 are capped to 15 to fit a perf record (default: 2)");

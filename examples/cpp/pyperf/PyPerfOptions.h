@@ -42,7 +42,7 @@ struct Options {
   uint64_t update_interval_seconds = 10;    // --update-interval: process rescan period
   uint32_t symbols_map_size = 32768;        // --symbols-map-size (BPF map entries)
   uint32_t events_buffer_pages = 64;        // --events-buffer-pages, per CPU, power of 2
-  uint32_t kernel_stacks_map_size = 65536;  // --kernel-stacks-map-size
+  uint32_t kernel_stacks_map_size = 32768;  // --kernel-stacks-map-size
   uint32_t user_stacks_pages = 2;           // --user-stacks-pages; 0 = no native stacks
   int verbosity = 0;                        // -v/--verbose, 0-4
 

@@ -154,10 +154,11 @@ void PyPerfProfiler::AppendKernelFrames(const pyperf_event& event, StackText* st
   const int32_t stack_id = event.kernel_stack_id;
   if (stack_id == kNoKernelStack) return;
   // Lost: the map had no room (-EEXIST: its slot holds another stack;
-  // -ENOMEM), or the id was taken before the map was last emptied and may
-  // name another stack by now.
-  if (stack_id < 0 || event.kernel_stack_generation != kernel_stack_generation_ ||
-      !bpf_->ReadKernelStack(stack_id, &kernel_addrs_)) {
+  // -ENOMEM), or the id is of a generation whose map has been emptied since
+  // (any but the current and the one before) and may name another stack.
+  const uint32_t age = kernel_stack_generation_ - event.kernel_stack_generation;
+  if (stack_id < 0 || age > 1 ||
+      !bpf_->ReadKernelStack(event.kernel_stack_generation, stack_id, &kernel_addrs_)) {
     ++counters_.kernel_stack_errors;
     stack->AddMarker(kLostKernelStack);
     return;
@@ -179,13 +180,14 @@ void PyPerfProfiler::DrainEvents() {
   symbols_->AfterFullDrain();
 }
 
-void PyPerfProfiler::ClearKernelStacks() {
-  // Every event taken so far is read first, its id still valid: only those
-  // taken while the map is emptied are lost (of the old generation), none
-  // misread.
+void PyPerfProfiler::StartKernelStackGeneration() {
+  // Every event taken so far is read first: those of the generation before
+  // the current one (a second old by now) are all read before their map is
+  // emptied for the next generation. The current generation's map is not
+  // touched, so no event is lost to the change.
   DrainEvents();
   const uint32_t next = kernel_stack_generation_ + 1;
-  auto freed = bpf_->ClearKernelStacks(next);
+  auto freed = bpf_->StartKernelStackGeneration(next);
   if (!freed.ok()) {
     Warn(freed.error());
     return;
@@ -417,7 +419,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
       }
     }
     if (Clock::now() >= next_kernel_stacks_clear) {
-      ClearKernelStacks();
+      StartKernelStackGeneration();
       next_kernel_stacks_clear = Clock::now() + kKernelStacksClearInterval;
     }
     if (g_dump_requested.exchange(false)) {

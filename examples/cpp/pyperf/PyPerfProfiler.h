@@ -84,8 +84,9 @@ class PyPerfProfiler {
   void TrackProcess(const PythonProcessInfo& info);
   void OnEvent(const pyperf_event& event, size_t size);
   void AppendKernelFrames(const pyperf_event& event, StackText* stack);
-  // Frees every kernel stack id, starting a new generation of them.
-  void ClearKernelStacks();
+  // Starts a new generation of kernel stack ids, in the map the generation
+  // before the current one used (emptied first; the counter of freed stacks).
+  void StartKernelStackGeneration();
   void AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack);
   Status Dump(bool final_dump = false);
   // Reads every event of every ring, then lets the symbol table forget the
@@ -117,8 +118,8 @@ class PyPerfProfiler {
   std::vector<NativeFrame> native_frames_;  // reused: no allocation per sample
   std::string origin_key_;                  // reused: a native frame as spelled
   std::vector<uint64_t> kernel_addrs_;      // reused too
-  // The generation of the kernel stack ids events may name (the BPF program
-  // stamps each event with its own): bumped each time the map is emptied.
+  // The current generation of kernel stack ids (the BPF program stamps each
+  // event with its own): events of it and of the one before are readable.
   uint32_t kernel_stack_generation_ = 0;
   NativeUnwinderStats native_at_last_dump_;
   KernelSymbols kernel_symbols_;
