@@ -63,9 +63,13 @@ const std::string kSpinMethod = Native("pyperf_e2e::Spinner::spin(int)");
 // The share of a busy loop's samples that must show its whole native chain
 // in order (what each test's comment says the rest may be).
 constexpr double kInOrderPercent = 95.0;
-// The share of a thread looping on a system call whose samples must show it
-// under the syscall entry: the rest of its time is user code around the call.
-constexpr double kSyscallPercent = 60.0;
+// A thread looping on a system call: the share of its samples that must be
+// in the call (measured: 58-82% on a 64 KiB read of /dev/zero; the rest is
+// the Python around the call), and the share of those that must show the
+// whole chain down to the syscall entry (the others: a GIL handoff's futex
+// or a buffer's munmap outside the read).
+constexpr double kInSyscallPercent = 20.0;
+constexpr double kSyscallChainPercent = 95.0;
 
 // ---------------------------------------------------------------------------
 // Processes
@@ -512,10 +516,7 @@ auto NativeContaining(const std::string& part) {
   };
 }
 auto SyscallEntry() {
-  return [](const std::string& f) {
-    return KindOf(f) == FrameKind::kKernel &&
-           (f.rfind("entry_SYSCALL", 0) == 0 || f.rfind("do_syscall_64", 0) == 0);
-  };
+  return [](const std::string& f) { return IsSyscallEntryFrame(f); };
 }
 
 // The checks both interpreters share, on the run without --insert-dso-name:
@@ -561,17 +562,16 @@ void CheckZlibProfile(const CollapsedProfile& profile, pid_t pid,
       },
       kInOrderPercent, "of compress_loop show the expected native frames in order");
 
-  // read_loop reads 64 KiB of /dev/zero per call: in the kernel, under
-  // _Py_read, for most of its time (measured: 76-82%); the rest is the GIL
-  // handoff and the buffer's allocation around each read.
+  // read_loop reads 64 KiB of /dev/zero per call: its samples in the kernel
+  // are under _Py_read.
   auto reads = OtherThreadLinesIn(profile, pid, "read_loop");
   ASSERT_FALSE(reads.empty()) << "no samples of the syscall-loop thread:" << Excerpt(lines);
-  ExpectShareOfSamples(reads,
-                       InOrder({PythonFunction("read_loop"), Frame(kEvalLoop),
-                                Frame(Native("_Py_read")), SyscallEntry()}),
-                       kSyscallPercent,
-                       "of read_loop go read_loop -> " + kEvalLoop + " -> " + Native("_Py_read") +
-                           " -> syscall entry");
+  ExpectSystemCallSamples(reads,
+                          InOrder({PythonFunction("read_loop"), Frame(kEvalLoop),
+                                   Frame(Native("_Py_read")), SyscallEntry()}),
+                          kInSyscallPercent, kSyscallChainPercent,
+                          "of read_loop go read_loop -> " + kEvalLoop + " -> " +
+                              Native("_Py_read") + " -> syscall entry");
 }
 
 // ---------------------------------------------------------------------------
@@ -844,9 +844,9 @@ TEST(NativeOff, UserStacksPages0GivesPythonAndKernelFramesOnly) {
       << " samples with native frames or markers:" << Excerpt(with_native);
   EXPECT_FALSE(LinesIn(run.profile, pid, "compress_loop").empty())
       << "no compress_loop samples:" << Excerpt(lines);
-  ExpectShareOfSamples(OtherThreadLinesIn(run.profile, pid, "read_loop"),
-                       InOrder({PythonFunction("read_loop"), SyscallEntry()}), kSyscallPercent,
-                       "of read_loop show syscall-entry kernel frames under it");
+  ExpectSystemCallSamples(OtherThreadLinesIn(run.profile, pid, "read_loop"),
+                          InOrder({PythonFunction("read_loop"), SyscallEntry()}), kInSyscallPercent,
+                          kSyscallChainPercent, "of read_loop show the syscall entry under it");
 }
 
 // The native cache's figures from the last dump line on PyPerf's stderr.

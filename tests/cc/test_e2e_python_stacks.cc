@@ -19,7 +19,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,8 +62,11 @@ constexpr double kLoopLeafPercent = 95.0;
 // syscall_loop reads 1 MiB of /dev/urandom per call (about a millisecond of
 // kernel time under the syscall entry, without the GIL); the rest is user
 // code around the read (allocating the buffer, the libc wrapper). With
-// /dev/zero it was 50-100% of 4-60 samples, too few to mean much.
-constexpr double kSyscallPercent = 60.0;
+// /dev/zero it was 50-100% of 4-60 samples, too few to mean much. The share
+// in the call is the machine's business and only has a floor; of the samples
+// in it, nearly all must show syscall_loop above the syscall entry.
+constexpr double kInSyscallPercent = 20.0;
+constexpr double kSyscallChainPercent = 95.0;
 // Lines of a profile a failure message shows.
 constexpr size_t kExcerptLines = 8;
 
@@ -255,20 +257,16 @@ CallTreeFigures CheckCallTree(const CollapsedProfile& profile, pid_t pid,
   if (auto tid = ThreadRunning(profile, pid, "syscall_loop", "")) {
     SCOPED_TRACE("syscall-loop thread: kernel frames with the syscall entry");
     auto syscall_lines = profile.OfTid(*tid);
-    const std::regex syscall_entry("^(entry_SYSCALL|do_syscall_64)");
-    ExpectShareOfSamples(
+    ExpectSystemCallSamples(
         syscall_lines,
-        [&](const CollapsedLine& line) {
+        [](const CollapsedLine& line) {
           return FindInOrder(line.frames, {[](const std::string& f) {
                                              return IsPythonFunction(f, "syscall_loop");
                                            },
-                                           [&](const std::string& f) {
-                                             return KindOf(f) == FrameKind::kKernel &&
-                                                    std::regex_search(f, syscall_entry);
-                                           }})
+                                           IsSyscallEntryFrame})
               .has_value();
         },
-        kSyscallPercent,
+        kInSyscallPercent, kSyscallChainPercent,
         "of the syscall-loop thread show syscall_loop then entry_SYSCALL*/do_syscall_64 _[k]");
     const int before = FailureCount();
     for (const auto& line : LinesEndingWith(syscall_lines, {"syscall_loop"}, false)) {

@@ -145,6 +145,25 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
   return percent;
 }
 
+bool IsSyscallEntryFrame(const std::string& frame) {
+  return KindOf(frame) == FrameKind::kKernel &&
+         (frame.rfind("entry_SYSCALL", 0) == 0 || frame.rfind("do_syscall_64", 0) == 0);
+}
+
+void ExpectSystemCallSamples(const std::vector<CollapsedLine>& lines,
+                             const std::function<bool(const CollapsedLine&)>& pred,
+                             double min_in_call_percent, double min_percent,
+                             const std::string& what) {
+  auto in_a_call = [](const CollapsedLine& line) {
+    return std::any_of(line.frames.begin(), line.frames.end(), IsSyscallEntryFrame);
+  };
+  ExpectShareOfSamples(lines, in_a_call, min_in_call_percent,
+                       "are in a system call (a syscall entry kernel frame)");
+  std::vector<CollapsedLine> in_call;
+  std::copy_if(lines.begin(), lines.end(), std::back_inserter(in_call), in_a_call);
+  ExpectShareOfSamples(in_call, pred, min_percent, "of those in a system call " + what);
+}
+
 std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine>& lines,
                                                  const std::vector<std::string>& functions,
                                                  bool rooted, double min_percent,

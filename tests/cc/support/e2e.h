@@ -119,6 +119,20 @@ double ExpectShareOfSamples(const std::vector<CollapsedLine>& lines,
                             const std::function<bool(const CollapsedLine&)>& pred,
                             double min_percent, const std::string& what);
 
+// A kernel frame of the system call entry (entry_SYSCALL* or do_syscall_64).
+bool IsSyscallEntryFrame(const std::string& frame);
+
+// For a thread looping on a system call. How much of its time it spends in
+// the kernel is the machine's (its load, who holds the GIL); what PyPerf
+// prints for the samples taken there is PyPerf's. Of `lines`, the samples
+// with a system call entry frame must be at least min_in_call_percent of
+// all (PyPerf dropping kernel frames would leave none), and at least
+// min_percent of those must satisfy `pred`.
+void ExpectSystemCallSamples(const std::vector<CollapsedLine>& lines,
+                             const std::function<bool(const CollapsedLine&)>& pred,
+                             double min_in_call_percent, double min_percent,
+                             const std::string& what);
+
 // ExpectShareOfSamples for stacks that end in the Python `functions` (from
 // the root, when `rooted`: PythonStackEndsWith); returns the lines that do.
 std::vector<CollapsedLine> ExpectShareEndingWith(const std::vector<CollapsedLine>& lines,
