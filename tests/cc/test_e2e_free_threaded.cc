@@ -1,11 +1,12 @@
 // End-to-end test of a free-threaded CPython (3.13t, no GIL): the 3.13t that
 // scripts/free-threaded-python.sh builds runs workloads/free_threaded_threads.py,
 // eight threads busy at once, each in its own leaf function (names in every
-// string kind), while short-lived threads come and go. One PyPerf run per
+// string kind; one of them, kernel_reads, mostly in read(2)), while
+// short-lived threads come and go. One PyPerf run per
 // line mode (the default, first; --line-numbers current), native frames on (the default), checks
 // each busy thread: its own leaf under its own worker as the innermost Python frame, the eval loop
-// among the native frames below, frames in order, few error markers; and that the short-lived
-// threads were profiled too.
+// among the native frames below, frames in order, few error markers, kernel_reads's samples under
+// the syscall entry in kernel frames; and that the short-lived threads were profiled too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,13 @@ constexpr double kLeafPercent = 95.0;
 // Of those, the share whose native frames show the eval loop (as
 // test_e2e_versions.cc asks of every target).
 constexpr double kEvalLoopPercent = 90.0;
+// The thread that reads /dev/urandom (about a millisecond of kernel work per
+// read): a floor on the share of its leaf's samples in the system call, and
+// the share of those whose kernel frames show the syscall entry after the
+// leaf (as test_e2e_python_stacks.cc asks of calltree.py's syscall_loop).
+constexpr char kKernelLeaf[] = "kernel_reads";
+constexpr double kInSyscallPercent = 20.0;
+constexpr double kSyscallChainPercent = 95.0;
 // Samples that may carry an error marker (shared, busy machine).
 constexpr double kMaxErrorPercent = 2.0;
 
@@ -46,9 +54,9 @@ struct BusyThread {
 };
 // Thread i of the workload: worker_<i> -> leaf.
 const std::vector<BusyThread> kBusyThreads = {
-    {"worker_0", "spin_ascii"}, {"worker_1", "größe"},      {"worker_2", "grüße_λ"},
-    {"worker_3", "计算_线程"},  {"worker_4", "𠀀𠀁_spin"},  {"worker_5", "busy_five"},
-    {"worker_6", "busy_six"},   {"worker_7", "busy_seven"},
+    {"worker_0", "spin_ascii"}, {"worker_1", "größe"},     {"worker_2", "grüße_λ"},
+    {"worker_3", "计算_线程"},  {"worker_4", "𠀀𠀁_spin"}, {"worker_5", "busy_five"},
+    {"worker_6", "busy_six"},   {"worker_7", kKernelLeaf},
 };
 
 std::optional<std::string> PythonLeaf(const CollapsedLine& line) {
@@ -95,7 +103,8 @@ TEST_P(FreeThreadedE2E, EveryBusyThreadShowsItsOwnLeaf) {
   const std::string eval_loop =
       pyperf::SpellFrame(pyperf::FrameKind::kNative, "_PyEval_EvalFrameDefault");
   std::set<pid_t> tids;
-  std::printf("%-10s %-12s %8s %8s %8s\n", "thread", "function", "samples", "leaf ok", "eval ok");
+  std::printf("%-10s %-12s %8s %8s %8s %8s\n", "thread", "function", "samples", "leaf ok",
+              "eval ok", "syscall");
   for (const BusyThread& busy : kBusyThreads) {
     auto tid = ThreadRunning(run.profile, pid, busy.leaf, std::nullopt);
     if (!tid) continue;  // ThreadRunning failed the test
@@ -106,7 +115,16 @@ TEST_P(FreeThreadedE2E, EveryBusyThreadShowsItsOwnLeaf) {
                               std::string(busy.leaf) + " in thread " + std::to_string(*tid));
     // The leaf's line: its first line, or one of its body's in "current" mode.
     const int first = source.FirstLine(busy.leaf), last = source.LastLine(busy.leaf);
-    uint64_t with_eval = 0;
+    uint64_t with_eval = 0, with_syscall = 0;
+    const std::string leaf_name = busy.leaf;
+    auto under_syscall = [&](const CollapsedLine& line) {
+      return FindInOrder(line.frames, {[&](const std::string& f) {
+                                         auto parsed = ParsePythonFrame(f);
+                                         return parsed && parsed->function == leaf_name;
+                                       },
+                                       IsSyscallEntryFrame})
+          .has_value();
+    };
     for (const auto& line : good) {
       auto leaf = ParsePythonFrame(*PythonLeaf(line));
       ASSERT_TRUE(leaf.has_value()) << line.text;
@@ -120,16 +138,21 @@ TEST_P(FreeThreadedE2E, EveryBusyThreadShowsItsOwnLeaf) {
       auto native = FramesOfKind(line, FrameKind::kNative);
       if (std::find(native.begin(), native.end(), eval_loop) != native.end())
         with_eval += line.count;
+      if (under_syscall(line)) with_syscall += line.count;
     }
     uint64_t leaf_samples = SumCounts(good);
     EXPECT_GE(100.0 * static_cast<double>(with_eval),
               kEvalLoopPercent * static_cast<double>(leaf_samples))
         << with_eval << " of " << leaf_samples << " samples of " << busy.leaf << " show "
         << eval_loop << ":" << Excerpt(good, 3);
-    std::printf("%-10d %-12s %8llu %8llu %8llu\n", *tid, busy.leaf,
+    if (leaf_name == kKernelLeaf)
+      ExpectSystemCallSamples(good, under_syscall, kInSyscallPercent, kSyscallChainPercent,
+                              "of " + leaf_name + " show the syscall entry after the leaf");
+    std::printf("%-10d %-12s %8llu %8llu %8llu %8llu\n", *tid, busy.leaf,
                 static_cast<unsigned long long>(SumCounts(mine)),
                 static_cast<unsigned long long>(leaf_samples),
-                static_cast<unsigned long long>(with_eval));
+                static_cast<unsigned long long>(with_eval),
+                static_cast<unsigned long long>(with_syscall));
   }
 
   // Threads that started and ended during the run were profiled: several

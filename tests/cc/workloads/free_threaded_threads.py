@@ -5,13 +5,16 @@ tests/cc/test_e2e_free_threaded.cc.
 Usage: python3.13t free_threaded_threads.py
 
 Thread i runs worker_<i> -> <its leaf> forever, each leaf a different
-computation in pure bytecode; the leaves' names cover every CPython string
+computation: seven in pure bytecode, and kernel_reads, which reads
+/dev/urandom (about a millisecond of kernel work per 1 MiB read), so its
+samples carry kernel frames. The leaves' names cover every CPython string
 kind (ASCII, Latin-1, UCS-2 with Greek and CJK, UCS-4). With no GIL all
 eight run in parallel. The main thread meanwhile starts short-lived
 threads one after another, each running churn_worker -> churn_leaf for about
 0.2 s, so threads start and end while PyPerf runs. Prints "ready" once every
 busy thread is in its leaf.
 """
+import os
 import sys
 import threading
 import time
@@ -79,12 +82,11 @@ def busy_six(started):  # rotates a 16-bit word
             b = ((b << 1) | (b >> 15)) & 0xFFFF
 
 
-def busy_seven(started):  # keeps a running maximum
+def kernel_reads(started):  # reads /dev/urandom: most of its time in the kernel
     started.release()
-    m = -1
+    fd = os.open("/dev/urandom", os.O_RDONLY)
     while True:
-        for i in range(1000):
-            m = i if i > m else m
+        os.read(fd, 1 << 20)
 
 
 def worker_0(started): spin_ascii(started)
@@ -94,7 +96,7 @@ def worker_3(started): 计算_线程(started)
 def worker_4(started): 𠀀𠀁_spin(started)
 def worker_5(started): busy_five(started)
 def worker_6(started): busy_six(started)
-def worker_7(started): busy_seven(started)
+def worker_7(started): kernel_reads(started)
 
 
 WORKERS = [worker_0, worker_1, worker_2, worker_3, worker_4, worker_5, worker_6, worker_7]
