@@ -57,12 +57,14 @@ TEST(ProcessExec, AnExecIntoAnotherInterpreterIsNoticedAndInspectedAgain) {
       << stderr_text;
 
   // Every Python frame is one of the script's own, or of the interpreters'
-  // start-up (the frozen importlib, a module file that exists): a frame
-  // decoded with the other interpreter's offsets would name something else,
-  // or fail to parse.
+  // start-up (code with a pseudo-file name such as "<frozen importlib._bootstrap>"
+  // or "<string>", the line of a .pth file site.py runs; a module file that
+  // exists): a frame decoded with the other interpreter's offsets would name
+  // something else, or fail to parse.
   const std::set<std::string> known = {"before_exec_spin", "after_exec_spin", "<module>"};
   auto from_an_interpreter = [&](const std::string& file) {
-    return file.rfind("<frozen ", 0) == 0 ||
+    const bool pseudo = file.size() > 2 && file.front() == '<' && file.back() == '>';
+    return pseudo ||
            (file.find("exec_into.py") == std::string::npos && std::filesystem::exists(file));
   };
   uint64_t after = 0, before = 0;

@@ -995,6 +995,12 @@ TEST(NativeCache, ASecondProcessOfTheSameFilesAddsNoMisses) {
   auto a = StartWorkload(*python, "native_read_loop.py");
   auto b = StartWorkload(*python, "native_read_loop.py");
   ASSERT_TRUE(a && b);
+  // B is stopped only once it is in its loop of 16 MiB reads, so that it
+  // stops (and later resumes) in the read's system call: stopped right after
+  // its "ready" line (on a busy machine), it resumed at a user-space PC A
+  // never had (take_gil after the write), and those samples carry kernel
+  // frames (the resume) over frames A never cached.
+  ASSERT_TRUE(WaitForCpu(b->pid(), milliseconds(100))) << "B did not start its loop";
   b->Signal(SIGSTOP);
   auto pyperf = StartPyPerf({"-v", "3", "-F", std::to_string(kFrequencyHz), "-p",
                              std::to_string(a->pid()), "-p", std::to_string(b->pid())});
