@@ -175,16 +175,29 @@ void CheckOtherFormats(const std::map<std::string, uint64_t>& stacks) {
   }
 }
 
+// The input's flags byte (see the layout above).
+struct RunFlags {
+  bool current_lines = false;
+  bool native_on = false;
+  bool kernel_names = false;
+  bool end_rounds = false;
+
+  static RunFlags From(uint8_t byte) {
+    RunFlags f;
+    f.current_lines = byte & 1;
+    f.native_on = byte & 2;
+    f.kernel_names = byte & 4;
+    f.end_rounds = byte & 8;
+    return f;
+  }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   State& s = TheState();
   FuzzInput in(data, size);
-  const uint8_t flags = in.U8();
-  const bool current_lines = flags & 1;
-  const bool native_on = flags & 2;
-  const bool kernel_names = flags & 4;
-  const bool end_rounds = flags & 8;
+  const RunFlags run = RunFlags::From(in.U8());
   const pyperf::PythonVersion version =
       kVersions[in.U8() % (sizeof(kVersions) / sizeof(kVersions[0]))];
 
@@ -194,7 +207,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     symbols_map[id] = in.Take<pyperf_symbol>();
   }
   auto symbols = MakeSymbolTable(&symbols_map);
-  pyperf::PythonStackDecoder python(symbols.get(), current_lines);
+  pyperf::PythonStackDecoder python(symbols.get(), run.current_lines);
   const pyperf_offsets* offsets = pyperf::FindOffsets(version);
   PYPERF_FUZZ_CHECK(offsets != nullptr, "no offsets for " + version.ToString());
   SetUpCodeObject(*offsets, in.Bytes(in.U16() % 4096));
@@ -240,7 +253,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       st.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
 
       auto append_native = [&] {
-        if (!native_on) return;
+        if (!run.native_on) return;
         pyperf::NativeSnapshot snapshot = pyperf::NativeSnapshotOf(event, event_size);
         pyperf::NativeUnwindResult result = s.native->Unwind(snapshot, &s.native_frames);
         st.AddNativeFrames(s.native_frames, result);
@@ -256,7 +269,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         for (auto a = it->second.rbegin(); a != it->second.rend(); ++a) {
           std::optional<std::string_view> name;
-          if (kernel_names) name = s.kallsyms.Lookup(*a);
+          if (run.kernel_names) name = s.kallsyms.Lookup(*a);
           if (name) {
             st.Add(pyperf::FrameKind::kKernel, *name);
           } else {
@@ -297,7 +310,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ++printed;
       pyperf_fuzz::CheckProfileOutput(st.text() + " 1");
 
-      if (end_rounds) {
+      if (run.end_rounds) {
         symbols->EndRound();
         symbols->AfterFullDrain();
         python.EndRound();

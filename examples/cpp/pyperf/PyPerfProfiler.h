@@ -37,13 +37,17 @@
 
 namespace pyperf {
 
+// The BPF program's parameters for a command line.
+BpfConfig BpfConfigFor(const Options& options);
+
 // Counters of one dump interval, printed on stderr with each dump.
 struct IntervalCounters {
   uint64_t lost = 0;
   uint64_t truncated = 0;
   uint64_t symbol_errors = 0;
   uint64_t kernel_stack_errors = 0;
-  // Kernel stacks freed when the map was emptied (once a second).
+  // Kernel stacks freed when a map was emptied for a new generation (once a
+  // second).
   uint64_t kernel_stacks_freed = 0;
   uint64_t native_stack_errors = 0;
   uint64_t sample_errors = 0;
@@ -55,9 +59,6 @@ struct IntervalCounters {
   // with "[Process Replaced]_[pe]" and no Python frames.
   uint64_t replaced = 0;
 };
-
-// The BPF program's parameters for a command line.
-BpfConfig BpfConfigFor(const Options& options);
 
 class PyPerfProfiler {
  public:

@@ -7,11 +7,8 @@
 
 namespace pyperf {
 
+// Ordered by (major, minor, micro); 3.11.7 is {3, 11, 7}.
 struct PythonVersion {
-  int major = 0;
-  int minor = 0;
-  int micro = 0;
-
   // The release a PY_VERSION_HEX names: 0xMMmmuuLS is major, minor, micro,
   // then the release level and serial, which are dropped (0x030b07f0 is
   // 3.11.7, 0x030e00a1 is 3.14.0).
@@ -30,6 +27,10 @@ struct PythonVersion {
     return std::tie(major, minor, micro) < std::tie(o.major, o.minor, o.micro);
   }
   bool AtLeast(int maj, int min) const { return major > maj || (major == maj && minor >= min); }
+
+  int major = 0;
+  int minor = 0;
+  int micro = 0;
 };
 
 }  // namespace pyperf

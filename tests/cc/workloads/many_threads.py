@@ -16,17 +16,17 @@ def sleeper():
 
 
 def busy_first_thread():
+    # Powers of 3 modulo a prime.
+    a = 1
     while True:
-        a = 0
-        for i in range(10000):
-            a += i
+        a = (a * 3) % 1000003
 
 
 def main_spin():
+    # A countdown restarted forever.
+    n = 0
     while True:
-        b = 0
-        for i in range(10000):
-            b += i
+        n = n - 1 if n > 0 else 100000
 
 
 if __name__ == "__main__":
