@@ -37,7 +37,7 @@ struct RawArgs {
 
 constexpr char kProgramName[] = "PyPerf";
 
-// Declares every flag. The defaults live in the help strings (and in Options);
+// Declares every flag. The defaults the help states are Options' own values;
 // the values are bound as text and converted by Convert().
 void DefineOptions(CLI::App& app, RawArgs& raw) {
   app.name(kProgramName);
@@ -51,9 +51,14 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
   // message better than CLI11 ("unknown option '--foo'").
   app.allow_extras(true);
 
-  auto value = [&app](const char* names, ValueArg& arg, const char* type, const char* help) {
+  auto value = [&app](const char* names, ValueArg& arg, const char* type, const std::string& help) {
     arg.option = app.add_option(names, arg.text, help)->type_name(type);
   };
+  // The defaults the help states come from Options itself.
+  const Options defaults;
+  auto by_default = [](const std::string& value) { return " (default: " + value + ")"; };
+  auto number = [](uint64_t n) { return std::to_string(n); };
+  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
 
   raw.pid_option = app.add_option("-p,--pid", raw.pids,
                                   "Profile only this process; repeat for several "
@@ -62,24 +67,32 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
                        ->allow_extra_args(false)
                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   value("-c,--sample-rate", raw.sample_rate, "PERIOD",
-        "Sample every PERIOD ns of CPU time, 1000 to 60000000000 (default: 1000000 = 1 kHz; "
-        "cannot be combined with -F)");
+        "Sample every PERIOD ns of CPU time, 1000 to 60000000000 (default: " +
+            number(kDefaultSamplePeriodNs) + " = " + number(1000000 / kDefaultSamplePeriodNs) +
+            " kHz; cannot be combined with -F)");
   value("-F,--frequency", raw.frequency, "HZ",
         "Sample HZ times a second of CPU time, 1 to 1000000 (default: use -c's period)");
   value("-d,--duration", raw.duration, "SEC",
-        "Stop after SEC seconds; 0 runs until SIGINT/SIGTERM (default: 0)");
+        "Stop after SEC seconds; 0 runs until SIGINT/SIGTERM" +
+            by_default(number(defaults.duration_seconds)));
   value("--update-interval", raw.update_interval, "SEC",
-        "Rescan for new Python processes every SEC seconds, at least 1 (default: 10)");
+        "Rescan for new Python processes every SEC seconds, at least 1" +
+            by_default(number(defaults.update_interval_seconds)));
   value("--symbols-map-size", raw.symbols_map_size, "N",
-        "Entries of the BPF map of Python symbols (default: 32768)");
+        "Entries of the BPF map of Python symbols" + by_default(number(defaults.symbols_map_size)));
   value("--events-buffer-pages", raw.events_buffer_pages, "N",
-        "Pages of perf buffer per CPU, a power of 2 (default: 64)");
+        "Pages of perf buffer per CPU, a power of 2" +
+            by_default(number(defaults.events_buffer_pages)));
   value("--kernel-stacks-map-size", raw.kernel_stacks_map_size, "N",
-        "Entries of each of the two BPF maps of kernel stacks (default: 32768)");
+        "Entries of each of the two BPF maps of kernel stacks" +
+            by_default(number(defaults.kernel_stacks_map_size)));
   value("--user-stacks-pages", raw.user_stacks_pages, "N",
         "4 KiB pages of user stack copied per sample for native unwinding; 0 = no native "
-        "frames; values above 15 are capped to 15 to fit a perf record (default: 2)");
-  value("-v,--verbose", raw.verbose, "LEVEL", "Log verbosity on stderr, 0 to 4 (default: 0)");
+        "frames; values above " +
+            number(kMaxUserStacksPages) + " are capped to " + number(kMaxUserStacksPages) +
+            " to fit a perf record" + by_default(number(defaults.user_stacks_pages)));
+  value("-v,--verbose", raw.verbose, "LEVEL",
+        "Log verbosity on stderr, 0 to 4" + by_default(number(defaults.verbosity)));
   value("-o,--output", raw.output, "PATH",
         "Write collapsed stacks to the transient file PATH and, on SIGUSR2 or exit, rename it to "
         "PATH.<YYYYmmddHHMMSScc> (UTC start of the interval; --format's extension follows) and "
@@ -95,20 +108,24 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
         "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF); "
         "checked against the running kernel at start-up");
   app.add_flag("--insert-dso-name", raw.insert_dso_name,
-               "Append the file a native frame comes from to its name (default: off)");
+               "Append the file a native frame comes from to its name" +
+                   by_default(on_off(defaults.insert_dso_name)));
   value("--line-numbers", raw.line_numbers, "first|current",
-        "Python frames report the function's first line or the line being executed "
-        "(default: first)");
+        "Python frames report the function's first line or the line being executed" +
+            by_default(defaults.line_numbers == LineNumberMode::kFirst ? "first" : "current"));
   value("--native-cache", raw.native_cache, "on|off",
-        "Cache native symbols by file and offset, shared across processes (default: on)");
+        "Cache native symbols by file and offset, shared across processes" +
+            by_default(on_off(defaults.native_cache)));
   value("--native-cache-entries", raw.native_cache_entries, "N",
-        "Most entries the native symbol cache keeps (default: 65536)");
+        "Most entries the native symbol cache keeps" +
+            by_default(number(defaults.native_cache_entries)));
   value("--native-cache-bytes", raw.native_cache_bytes, "SIZE",
-        "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024 "
-        "(default: 16M)");
+        "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024" +
+            by_default(number(defaults.native_cache_bytes >> 20) + "M"));
   value("--native-cache-max-age", raw.native_cache_max_age, "ROUNDS",
         "Sampling rounds an unused native cache entry, file or process survives; a round is 100 ms "
-        "of sampling (default: 600)");
+        "of sampling" +
+            by_default(number(defaults.native_cache_max_age)));
 
   app.footer(
       "Exit status: 0 on success or --help, 2 on a command-line error, 1 on any other error.");
