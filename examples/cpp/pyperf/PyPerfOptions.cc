@@ -54,7 +54,6 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
   auto value = [&app](const char* names, ValueArg& arg, const char* type, const std::string& help) {
     arg.option = app.add_option(names, arg.text, help)->type_name(type);
   };
-  // The defaults the help states come from Options itself.
   const Options defaults;
   auto by_default = [](const std::string& value) { return " (default: " + value + ")"; };
   auto number = [](uint64_t n) { return std::to_string(n); };

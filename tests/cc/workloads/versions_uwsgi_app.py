@@ -15,9 +15,7 @@ import threading
 
 class Crunch(object):
     def loop(self):
-        self.steps = 0
         while True:
-            self.steps += 1
             self.step()
 
     def step(self):
