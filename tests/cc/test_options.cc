@@ -269,6 +269,32 @@ TEST(Options, HelpListsEveryFlagWithItsDefault) {
   }
 }
 
+// A range the help states is the range the parser takes: both ends are
+// accepted and the numbers just outside them are refused as out of range.
+TEST(Options, StatedRangesAreTheAcceptedRanges) {
+  auto listed = pyperf_test::ParseHelpOptions(HelpText());
+  size_t ranges = 0;
+  for (const auto& option : listed) {
+    if (!option.range) continue;
+    ++ranges;
+    const std::string& name = option.names.back();
+    SCOPED_TRACE(name + " " + *option.range);
+    size_t to = option.range->find(" to ");
+    ASSERT_NE(to, std::string::npos);
+    uint64_t min = std::stoull(option.range->substr(0, to));
+    uint64_t max = std::stoull(option.range->substr(to + 4));
+    Valid({name, std::to_string(min)});
+    Valid({name, std::to_string(max)});
+    if (min > 0) {
+      EXPECT_NE(Refused({name, std::to_string(min - 1)}).find("is out of range"),
+                std::string::npos);
+    }
+    EXPECT_NE(Refused({name, std::to_string(max + 1)}).find("is out of range (" + *option.range),
+              std::string::npos);
+  }
+  EXPECT_GE(ranges, 3u) << "-c, -F and -v state their ranges";
+}
+
 TEST(Options, HelpWinsOverOtherMistakes) {
   EXPECT_EQ(Parse({"-v", "--help"}).action, CommandLine::Action::kPrintHelp);
 }

@@ -11,133 +11,18 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <limits>
 #include <string_view>
+#include <utility>
 
 namespace pyperf {
 namespace {
 
-// Text of an option that takes a value, with the option itself so we know
-// whether it was given at all.
-struct ValueArg {
-  std::string text;
-  CLI::Option* option = nullptr;
-  bool given() const { return option != nullptr && option->count() > 0; }
-};
-
-struct RawArgs {
-  std::vector<std::string> pids;
-  CLI::Option* pid_option = nullptr;
-  ValueArg sample_rate, frequency, duration, update_interval, symbols_map_size, events_buffer_pages,
-      kernel_stacks_map_size, user_stacks_pages, verbose, output, fs_offset, stack_offset,
-      line_numbers, format, native_cache, native_cache_entries, native_cache_bytes,
-      native_cache_max_age;
-  bool insert_dso_name = false;
-};
-
 constexpr char kProgramName[] = "PyPerf";
-
-// Declares every flag. The defaults the help states are Options' own values;
-// the values are bound as text and converted by Convert().
-void DefineOptions(CLI::App& app, RawArgs& raw) {
-  app.name(kProgramName);
-  app.description(
-      "PyPerf: an eBPF sampling profiler for CPython. Samples the CPU-clock perf event and "
-      "writes collapsed stacks (\"<comm>-<pid>/<tid>;frame;frame <count>\" per line).");
-  // A repeated single-valued flag keeps its last value, as getopt tools do.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.get_formatter()->column_width(36);
-  // Leftover arguments are reported by UnexpectedArgument(), which words the
-  // message better than CLI11 ("unknown option '--foo'").
-  app.allow_extras(true);
-
-  auto value = [&app](const char* names, ValueArg& arg, const char* type, const std::string& help) {
-    arg.option = app.add_option(names, arg.text, help)->type_name(type);
-  };
-  const Options defaults;
-  auto by_default = [](const std::string& value) { return " (default: " + value + ")"; };
-  auto number = [](uint64_t n) { return std::to_string(n); };
-  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
-
-  raw.pid_option = app.add_option("-p,--pid", raw.pids,
-                                  "Profile only this process; repeat for several "
-                                  "(default: every Python process)")
-                       ->type_name("PID")
-                       ->allow_extra_args(false)
-                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  value("-c,--sample-rate", raw.sample_rate, "PERIOD",
-        "Sample every PERIOD ns of CPU time, 1000 to 60000000000 (default: " +
-            number(kDefaultSamplePeriodNs) + " = " + number(1000000 / kDefaultSamplePeriodNs) +
-            " kHz; cannot be combined with -F)");
-  value("-F,--frequency", raw.frequency, "HZ",
-        "Sample HZ times a second of CPU time, 1 to 1000000 (default: use -c's period)");
-  value("-d,--duration", raw.duration, "SEC",
-        "Stop after SEC seconds; 0 runs until SIGINT/SIGTERM" +
-            by_default(number(defaults.duration_seconds)));
-  value("--update-interval", raw.update_interval, "SEC",
-        "Rescan for new Python processes every SEC seconds, at least 1" +
-            by_default(number(defaults.update_interval_seconds)));
-  value("--symbols-map-size", raw.symbols_map_size, "N",
-        "Entries of the BPF map of Python symbols" + by_default(number(defaults.symbols_map_size)));
-  value("--events-buffer-pages", raw.events_buffer_pages, "N",
-        "Pages of perf buffer per CPU, a power of 2" +
-            by_default(number(defaults.events_buffer_pages)));
-  value("--kernel-stacks-map-size", raw.kernel_stacks_map_size, "N",
-        "Entries of each of the two BPF maps of kernel stacks" +
-            by_default(number(defaults.kernel_stacks_map_size)));
-  value("--user-stacks-pages", raw.user_stacks_pages, "N",
-        "4 KiB pages of user stack copied per sample for native unwinding; 0 = no native "
-        "frames; values above " +
-            number(kMaxUserStacksPages) + " are capped to " + number(kMaxUserStacksPages) +
-            " to fit a perf record" + by_default(number(defaults.user_stacks_pages)));
-  value("-v,--verbose", raw.verbose, "LEVEL",
-        "Log verbosity on stderr, 0 to 4" + by_default(number(defaults.verbosity)));
-  value("-o,--output", raw.output, "PATH",
-        "Write collapsed stacks to the transient file PATH and, on SIGUSR2 or exit, rename it to "
-        "PATH.<YYYYmmddHHMMSScc> (UTC start of the interval; --format's extension follows) and "
-        "start a new PATH (default: print to stdout)");
-  value("--format", raw.format, "FORMATS",
-        "Output format, or a comma-separated list of them with -o (one file each per dump): "
-        "collapsed, flamegraph (.html), speedscope (.speedscope.json), pprof (.pb.gz) "
-        "(default: collapsed)");
-  value("--fs-offset", raw.fs_offset, "N",
-        "Offset of task_struct.thread.fsbase, decimal or 0x hex (default: computed from kernel "
-        "BTF); checked against the running kernel at start-up");
-  value("--stack-offset", raw.stack_offset, "N",
-        "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF); "
-        "checked against the running kernel at start-up");
-  app.add_flag("--insert-dso-name", raw.insert_dso_name,
-               "Append the file a native frame comes from to its name" +
-                   by_default(on_off(defaults.insert_dso_name)));
-  value("--line-numbers", raw.line_numbers, "first|current",
-        "Python frames report the function's first line or the line being executed" +
-            by_default(defaults.line_numbers == LineNumberMode::kFirst ? "first" : "current"));
-  value("--native-cache", raw.native_cache, "on|off",
-        "Cache native symbols by file and offset, shared across processes" +
-            by_default(on_off(defaults.native_cache)));
-  value("--native-cache-entries", raw.native_cache_entries, "N",
-        "Most entries the native symbol cache keeps" +
-            by_default(number(defaults.native_cache_entries)));
-  value("--native-cache-bytes", raw.native_cache_bytes, "SIZE",
-        "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024" +
-            by_default(number(defaults.native_cache_bytes >> 20) + "M"));
-  value("--native-cache-max-age", raw.native_cache_max_age, "ROUNDS",
-        "Sampling rounds an unused native cache entry, file or process survives; a round is 100 ms "
-        "of sampling" +
-            by_default(number(defaults.native_cache_max_age)));
-
-  app.footer(
-      "Exit status: 0 on success or --help, 2 on a command-line error, 1 on any other error.");
-}
-
-// "-v/--verbose" for messages, from the option's own names.
-std::string DisplayName(const CLI::Option* option) {
-  std::string out;
-  for (const auto& s : option->get_snames()) out += "-" + s + "/";
-  for (const auto& l : option->get_lnames()) out += "--" + l + "/";
-  if (!out.empty()) out.pop_back();
-  return out;
-}
+constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t kMapMax = 1u << 24;         // far above any useful BPF map size
+constexpr uint64_t kTaskStructMax = 1u << 20;  // task_struct is a few KiB; 1 MiB is a mistake
 
 // A non-negative integer: decimal (a leading 0 does not mean octal) or 0x hex.
 // No sign, no spaces, no overflow.
@@ -183,6 +68,259 @@ std::optional<uint64_t> ParseSize(std::string_view text) {
   return *number << shift;
 }
 
+// What a flag's value is and where it goes: the placeholder --help shows, the
+// range it states, the default it states (Options{}'s own value), and the
+// conversion of the given text into Options. A conversion returns what is
+// wrong with the text, which the caller prefixes with the flag's names.
+struct FlagValue {
+  using Convert = std::function<std::optional<std::string>(const std::string& text, Options& o)>;
+  std::string placeholder;  // empty: a switch, which takes no value
+  Convert convert;
+  std::string range;         // replaces "{range}" in the help
+  std::string default_text;  // appended to the help unless it states its own default
+};
+
+// One flag of the command line, declared once: --help, parsing and the range
+// check all come from it.
+struct Flag {
+  const char* names;
+  FlagValue value;
+  std::string help;
+};
+
+std::string RangeText(uint64_t min, uint64_t max) {
+  if (max == kU32Max) return "at least " + std::to_string(min);
+  return std::to_string(min) + " to " + std::to_string(max);
+}
+
+// A whole number in [min, max] (with `size`, a size such as 16M), handed to
+// `store`.
+template <typename Store>
+FlagValue NumberInto(std::string placeholder, uint64_t min, uint64_t max, bool size, Store store,
+                     std::string default_text) {
+  auto convert = [=](const std::string& text, Options& o) -> std::optional<std::string> {
+    auto value = size ? ParseSize(text) : ParseUnsigned(text);
+    if (!value) {
+      return "'" + text + "' is not a " +
+             (size ? "size (e.g. 16777216, 512K, 16M)" : "non-negative integer");
+    }
+    if (*value < min || *value > max) {
+      return text + " is out of range (" + std::to_string(min) + " to " + std::to_string(max) + ")";
+    }
+    store(o, *value);
+    return std::nullopt;
+  };
+  return {std::move(placeholder), convert, RangeText(min, max), std::move(default_text)};
+}
+
+template <typename T>
+FlagValue Number(std::string placeholder, T Options::*field, uint64_t min, uint64_t max) {
+  auto store = [field](Options& o, uint64_t value) { o.*field = static_cast<T>(value); };
+  return NumberInto(std::move(placeholder), min, max, false, store,
+                    std::to_string(Options{}.*field));
+}
+
+// A number of bytes; the default is stated in the largest unit that divides it.
+FlagValue Size(std::string placeholder, uint64_t Options::*field, uint64_t min, uint64_t max) {
+  auto store = [field](Options& o, uint64_t value) { o.*field = value; };
+  uint64_t bytes = Options{}.*field;
+  std::string default_text = std::to_string(bytes);
+  static constexpr std::pair<int, char> kUnits[] = {{30, 'G'}, {20, 'M'}, {10, 'K'}};
+  for (auto [shift, unit] : kUnits) {
+    if (bytes != 0 && bytes % (1ull << shift) == 0) {
+      default_text = std::to_string(bytes >> shift) + unit;
+      break;
+    }
+  }
+  return NumberInto(std::move(placeholder), min, max, true, store, default_text);
+}
+
+// -F/--frequency: a rate that also switches sampling from period to frequency.
+FlagValue Frequency(uint64_t min, uint64_t max) {
+  auto store = [](Options& o, uint64_t hz) {
+    o.sample_frequency_hz = hz;
+    o.sample_mode = SampleMode::kFrequency;
+  };
+  return NumberInto("HZ", min, max, false, store, "");
+}
+
+// A task_struct offset that overrides the one computed from BTF.
+FlagValue Offset(std::optional<uint32_t> Options::*field) {
+  auto store = [field](Options& o, uint64_t value) { o.*field = static_cast<uint32_t>(value); };
+  return NumberInto("N", 0, kTaskStructMax, false, store, "");
+}
+
+FlagValue PowerOfTwo(std::string placeholder, uint32_t Options::*field, uint64_t min,
+                     uint64_t max) {
+  FlagValue value = Number(std::move(placeholder), field, min, max);
+  value.convert = [number = value.convert, field](const std::string& text,
+                                                  Options& o) -> std::optional<std::string> {
+    if (auto error = number(text, o)) return error;
+    if ((o.*field & (o.*field - 1)) != 0) return text + " is not a power of 2";
+    return std::nullopt;
+  };
+  return value;
+}
+
+// One of two words; the placeholder is "first|second".
+template <typename T>
+FlagValue Choice(T Options::*field, std::pair<const char*, T> first,
+                 std::pair<const char*, T> second) {
+  auto convert = [=](const std::string& text, Options& o) -> std::optional<std::string> {
+    if (text == first.first) {
+      o.*field = first.second;
+    } else if (text == second.first) {
+      o.*field = second.second;
+    } else {
+      return "'" + text + "' is not one of " + first.first + ", " + second.first;
+    }
+    return std::nullopt;
+  };
+  const char* default_word = Options{}.*field == first.second ? first.first : second.first;
+  return {std::string(first.first) + "|" + second.first, convert, "", default_word};
+}
+
+FlagValue Switch(bool Options::*field) {
+  auto convert = [field](const std::string&, Options& o) -> std::optional<std::string> {
+    o.*field = true;
+    return std::nullopt;
+  };
+  return {"", convert, "", Options{}.*field ? "on" : "off"};
+}
+
+FlagValue OutputPath() {
+  auto convert = [](const std::string& text, Options& o) -> std::optional<std::string> {
+    if (text.empty()) return std::string("the path is empty");
+    o.output_path = text;
+    return std::nullopt;
+  };
+  return {"PATH", convert, "", ""};
+}
+
+// A comma-separated list of formats, each at most once.
+FlagValue Formats() {
+  auto convert = [](const std::string& text, Options& o) -> std::optional<std::string> {
+    o.formats.clear();
+    std::string_view list = text;
+    while (true) {
+      size_t comma = list.find(',');
+      std::string_view name = list.substr(0, comma);
+      std::optional<ProfileFormat> format = ParseProfileFormat(name);
+      if (!format) {
+        return "'" + std::string(name) + "' is not one of collapsed, flamegraph, speedscope, pprof";
+      }
+      if (std::find(o.formats.begin(), o.formats.end(), *format) != o.formats.end())
+        return std::string(name) + " is given twice";
+      o.formats.push_back(*format);
+      if (comma == std::string_view::npos) return std::nullopt;
+      list.remove_prefix(comma + 1);
+    }
+  };
+  return {"FORMATS", convert, "", ""};
+}
+
+// Every flag but -h and -p, in the order --help lists them, one row each
+// (left unwrapped, as a table). "{range}" in a help stands for the value's
+// range; a help that does not state its default gets Options{}'s.
+const std::vector<Flag>& Flags() {
+  auto number = [](uint64_t n) { return std::to_string(n); };
+  // clang-format off
+  static const std::vector<Flag> flags = {
+      {"-c,--sample-rate", Number("PERIOD", &Options::sample_period_ns, 1000, 60'000'000'000ull), "Sample every PERIOD ns of CPU time, {range} (default: " + number(kDefaultSamplePeriodNs) + " = " + number(1000000 / kDefaultSamplePeriodNs) + " kHz; cannot be combined with -F)"},
+      {"-F,--frequency", Frequency(1, 1'000'000), "Sample HZ times a second of CPU time, {range} (default: use -c's period)"},
+      {"-d,--duration", Number("SEC", &Options::duration_seconds, 0, kU32Max), "Stop after SEC seconds; 0 runs until SIGINT/SIGTERM"},
+      {"--update-interval", Number("SEC", &Options::update_interval_seconds, 1, kU32Max), "Rescan for new Python processes every SEC seconds, {range}"},
+      {"--symbols-map-size", Number("N", &Options::symbols_map_size, 1, kMapMax), "Entries of the BPF map of Python symbols"},
+      {"--events-buffer-pages", PowerOfTwo("N", &Options::events_buffer_pages, 1, 1u << 16), "Pages of perf buffer per CPU, a power of 2"},
+      {"--kernel-stacks-map-size", Number("N", &Options::kernel_stacks_map_size, 1, kMapMax), "Entries of each of the two BPF maps of kernel stacks"},
+      {"--user-stacks-pages", Number("N", &Options::user_stacks_pages, 0, kU32Max), "4 KiB pages of user stack copied per sample for native unwinding; 0 = no native frames; values above " + number(kMaxUserStacksPages) + " are capped to " + number(kMaxUserStacksPages) + " to fit a perf record"},
+      {"-v,--verbose", Number("LEVEL", &Options::verbosity, 0, 4), "Log verbosity on stderr, {range}"},
+      {"-o,--output", OutputPath(), "Write collapsed stacks to the transient file PATH and, on SIGUSR2 or exit, rename it to PATH.<YYYYmmddHHMMSScc> (UTC start of the interval; --format's extension follows) and start a new PATH (default: print to stdout)"},
+      {"--format", Formats(), "Output format, or a comma-separated list of them with -o (one file each per dump): collapsed, flamegraph (.html), speedscope (.speedscope.json), pprof (.pb.gz) (default: collapsed)"},
+      {"--fs-offset", Offset(&Options::fs_offset), "Offset of task_struct.thread.fsbase, decimal or 0x hex (default: computed from kernel BTF); checked against the running kernel at start-up"},
+      {"--stack-offset", Offset(&Options::stack_offset), "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF); checked against the running kernel at start-up"},
+      {"--insert-dso-name", Switch(&Options::insert_dso_name), "Append the file a native frame comes from to its name"},
+      {"--line-numbers", Choice(&Options::line_numbers, {"first", LineNumberMode::kFirst}, {"current", LineNumberMode::kCurrent}), "Python frames report the function's first line or the line being executed"},
+      {"--native-cache", Choice(&Options::native_cache, {"on", true}, {"off", false}), "Cache native symbols by file and offset, shared across processes"},
+      {"--native-cache-entries", Number("N", &Options::native_cache_entries, 1, 1u << 26), "Most entries the native symbol cache keeps"},
+      {"--native-cache-bytes", Size("SIZE", &Options::native_cache_bytes, 1, 1ull << 40), "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024"},
+      {"--native-cache-max-age", Number("ROUNDS", &Options::native_cache_max_age, 1, kU32Max), "Sampling rounds an unused native cache entry, file or process survives; a round is 100 ms of sampling"},
+  };
+  // clang-format on
+  return flags;
+}
+
+// The help line of `flag`: its text with the range filled in and, unless the
+// text states one, the default.
+std::string HelpOf(const Flag& flag) {
+  std::string help = flag.help;
+  if (auto at = help.find("{range}"); at != std::string::npos)
+    help.replace(at, std::string_view("{range}").size(), flag.value.range);
+  if (!flag.value.default_text.empty() && help.find("(default:") == std::string::npos)
+    help += " (default: " + flag.value.default_text + ")";
+  return help;
+}
+
+// What CLI11 collected: the -p values, and the text (or presence) of each
+// flag of Flags(), in the same order.
+struct RawArgs {
+  std::vector<std::string> pids;
+  struct Given {
+    std::string text;
+    CLI::Option* option = nullptr;
+    bool given() const { return option != nullptr && option->count() > 0; }
+  };
+  std::vector<Given> flags = std::vector<Given>(Flags().size());
+
+  bool given(std::string_view name) const {
+    for (const Given& flag : flags) {
+      if (flag.option->check_name(std::string(name))) return flag.given();
+    }
+    return false;
+  }
+};
+
+void DefineOptions(CLI::App& app, RawArgs& raw) {
+  app.name(kProgramName);
+  app.description(
+      "PyPerf: an eBPF sampling profiler for CPython. Samples the CPU-clock perf event and "
+      "writes collapsed stacks (\"<comm>-<pid>/<tid>;frame;frame <count>\" per line).");
+  // A repeated single-valued flag keeps its last value, as getopt tools do.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.get_formatter()->column_width(36);
+  // Leftover arguments are reported by UnexpectedArgument(), which words the
+  // message better than CLI11 ("unknown option '--foo'").
+  app.allow_extras(true);
+
+  app.add_option("-p,--pid", raw.pids,
+                 "Profile only this process; repeat for several "
+                 "(default: every Python process)")
+      ->type_name("PID")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  for (size_t i = 0; i < Flags().size(); ++i) {
+    const Flag& flag = Flags()[i];
+    RawArgs::Given& given = raw.flags[i];
+    if (flag.value.placeholder.empty()) {
+      given.option = app.add_flag(flag.names)->description(HelpOf(flag));
+    } else {
+      given.option =
+          app.add_option(flag.names, given.text, HelpOf(flag))->type_name(flag.value.placeholder);
+    }
+  }
+  app.footer(
+      "Exit status: 0 on success or --help, 2 on a command-line error, 1 on any other error.");
+}
+
+// "-v/--verbose" for messages, from the option's own names.
+std::string DisplayName(const CLI::Option* option) {
+  std::string out;
+  for (const auto& s : option->get_snames()) out += "-" + s + "/";
+  for (const auto& l : option->get_lnames()) out += "--" + l + "/";
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
 // The complete error line main prints.
 CommandLine Failure(const std::string& what) {
   CommandLine result;
@@ -192,48 +330,12 @@ CommandLine Failure(const std::string& what) {
   return result;
 }
 
-// Converts a given numeric flag into *out, checking [min, max]. Returns an
-// error message, or nullopt when the flag was absent or valid.
-template <typename T>
-std::optional<std::string> ConvertNumber(const ValueArg& arg, uint64_t min, uint64_t max, T* out,
-                                         bool size_suffixes = false) {
-  if (!arg.given()) return std::nullopt;
-  const std::string name = DisplayName(arg.option);
-  auto value = size_suffixes ? ParseSize(arg.text) : ParseUnsigned(arg.text);
-  if (!value) {
-    return name + ": '" + arg.text + "' is not a " +
-           (size_suffixes ? "size (e.g. 16777216, 512K, 16M)" : "non-negative integer");
-  }
-  if (*value < min || *value > max) {
-    return name + ": " + arg.text + " is out of range (" + std::to_string(min) + " to " +
-           std::to_string(max) + ")";
-  }
-  *out = static_cast<T>(*value);
-  return std::nullopt;
-}
-
-// Converts a flag whose value is one of two words.
-std::optional<std::string> ConvertChoice(const ValueArg& arg, const char* first, const char* second,
-                                         bool* is_first) {
-  if (!arg.given()) return std::nullopt;
-  if (arg.text == first) {
-    *is_first = true;
-  } else if (arg.text == second) {
-    *is_first = false;
-  } else {
-    return DisplayName(arg.option) + ": '" + arg.text + "' is not one of " + first + ", " + second;
-  }
-  return std::nullopt;
-}
-
 // Turns the raw text into Options, or the first error found.
 CommandLine Convert(const RawArgs& raw) {
   CommandLine result;
   Options& o = result.options;
-  constexpr uint64_t kU32Max = std::numeric_limits<uint32_t>::max();
-  constexpr uint64_t kMapMax = 1u << 24;  // far above any useful BPF map size
 
-  if (raw.sample_rate.given() && raw.frequency.given())
+  if (raw.given("--sample-rate") && raw.given("--frequency"))
     return Failure("-c/--sample-rate and -F/--frequency cannot be used together");
 
   for (const auto& text : raw.pids) {
@@ -243,51 +345,15 @@ CommandLine Convert(const RawArgs& raw) {
       return Failure("-p/--pid: '" + text + "' is not a process id");
     o.pids.push_back(static_cast<int>(*pid));
   }
+  for (size_t i = 0; i < Flags().size(); ++i) {
+    const RawArgs::Given& given = raw.flags[i];
+    if (!given.given()) continue;
+    if (auto error = Flags()[i].value.convert(given.text, o))
+      return Failure(DisplayName(given.option) + ": " + *error);
+  }
 
-  std::optional<std::string> error;
-  auto check = [&error](std::optional<std::string> e) {
-    if (!error && e) error = std::move(e);
-  };
-  check(ConvertNumber(raw.sample_rate, 1000, 60'000'000'000ull, &o.sample_period_ns));
-  if (raw.frequency.given()) {
-    check(ConvertNumber(raw.frequency, 1, 1'000'000, &o.sample_frequency_hz));
-    o.sample_mode = SampleMode::kFrequency;
-  }
-  check(ConvertNumber(raw.duration, 0, kU32Max, &o.duration_seconds));
-  check(ConvertNumber(raw.update_interval, 1, kU32Max, &o.update_interval_seconds));
-  check(ConvertNumber(raw.symbols_map_size, 1, kMapMax, &o.symbols_map_size));
-  check(ConvertNumber(raw.events_buffer_pages, 1, 1u << 16, &o.events_buffer_pages));
-  check(ConvertNumber(raw.kernel_stacks_map_size, 1, kMapMax, &o.kernel_stacks_map_size));
-  check(ConvertNumber(raw.user_stacks_pages, 0, kU32Max, &o.user_stacks_pages));
-  check(ConvertNumber(raw.verbose, 0, 4, &o.verbosity));
-  // task_struct is a few KiB; anything near 1 MiB is a mistake.
-  uint32_t offset = 0;
-  if (raw.fs_offset.given()) {
-    check(ConvertNumber(raw.fs_offset, 0, 1u << 20, &offset));
-    o.fs_offset = offset;
-  }
-  if (raw.stack_offset.given()) {
-    check(ConvertNumber(raw.stack_offset, 0, 1u << 20, &offset));
-    o.stack_offset = offset;
-  }
-  bool first = true;
-  check(ConvertChoice(raw.line_numbers, "first", "current", &first));
-  o.line_numbers = first ? LineNumberMode::kFirst : LineNumberMode::kCurrent;
-  check(ConvertChoice(raw.native_cache, "on", "off", &o.native_cache));
-  check(ConvertNumber(raw.native_cache_entries, 1, 1u << 26, &o.native_cache_entries));
-  check(ConvertNumber(raw.native_cache_bytes, 1, 1ull << 40, &o.native_cache_bytes, true));
-  check(ConvertNumber(raw.native_cache_max_age, 1, kU32Max, &o.native_cache_max_age));
-  if (error) return Failure(*error);
-
-  if (raw.events_buffer_pages.given() &&
-      (o.events_buffer_pages & (o.events_buffer_pages - 1)) != 0) {
-    return Failure("--events-buffer-pages: " + raw.events_buffer_pages.text +
-                   " is not a power of 2");
-  }
-  if (raw.output.given()) {
-    if (raw.output.text.empty()) return Failure("-o/--output: the path is empty");
-    o.output_path = raw.output.text;
-  }
+  if (o.formats.size() > 1 && o.output_path.empty())
+    return Failure("--format: several formats need -o/--output (stdout takes one)");
   if (o.user_stacks_pages > kMaxUserStacksPages) {
     // Capped rather than refused: a too-large request from a caller such as
     // gProfiler should still profile, with the most that fits a perf record.
@@ -296,29 +362,6 @@ CommandLine Convert(const RawArgs& raw) {
                          ": one sample must fit in a 64 KiB perf record");
     o.user_stacks_pages = kMaxUserStacksPages;
   }
-  if (raw.format.given()) {
-    o.formats.clear();
-    std::string_view list = raw.format.text;
-    while (true) {
-      size_t comma = list.find(',');
-      std::string_view name = list.substr(0, comma);
-      std::optional<ProfileFormat> format = ParseProfileFormat(name);
-      if (!format) {
-        return Failure("--format: '" + std::string(name) +
-                       "' is not one of collapsed, flamegraph, speedscope, pprof");
-      }
-      if (std::find(o.formats.begin(), o.formats.end(), *format) != o.formats.end()) {
-        return Failure("--format: " + std::string(name) + " is given twice");
-      }
-      o.formats.push_back(*format);
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
-    if (o.formats.size() > 1 && o.output_path.empty()) {
-      return Failure("--format: several formats need -o/--output (stdout takes one)");
-    }
-  }
-  o.insert_dso_name = raw.insert_dso_name;
   return result;
 }
 
