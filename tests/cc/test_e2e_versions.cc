@@ -706,7 +706,7 @@ void CheckUwsgiApp(const CollapsedProfile& profile, const RunningTarget& run, bo
   PythonSource source(run.host_script);
   ASSERT_FALSE(source.empty()) << "cannot read " << run.host_script;
   ASSERT_NO_FATAL_FAILURE(ExpectTargetSamples(profile, run, "uwsgi pid"));
-  CheckLoopThread(profile, source, run, current, "Crunch", "loop", "step", "self.step()",
+  CheckLoopThread(profile, source, run, current, "Crunch", "loop", "step", "self.step(BUSY_TEXT)",
                   "of the uwsgi-crunch thread end in Crunch.loop -> Crunch.step");
 }
 
