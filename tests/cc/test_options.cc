@@ -269,12 +269,25 @@ TEST(Options, HelpListsEveryFlagWithItsDefault) {
   }
 }
 
-// A range the help states is the range the parser takes: both ends are
-// accepted and the numbers just outside them are refused as out of range.
+// A range the help states ("A to B", or "at least A") is the range the
+// parser takes: its ends are accepted and the numbers just outside them are
+// refused as out of range.
 TEST(Options, StatedRangesAreTheAcceptedRanges) {
   auto listed = pyperf_test::ParseHelpOptions(HelpText());
-  size_t ranges = 0;
+  size_t ranges = 0, lower_bounds = 0;
   for (const auto& option : listed) {
+    size_t at_least = option.description.find(", at least ");
+    if (!option.range && at_least != std::string::npos) {
+      ++lower_bounds;
+      const std::string& name = option.names.back();
+      uint64_t min = std::stoull(option.description.substr(at_least + 11));
+      SCOPED_TRACE(name + " at least " + std::to_string(min));
+      Valid({name, std::to_string(min)});
+      if (min > 0) {
+        EXPECT_NE(Refused({name, std::to_string(min - 1)}).find("is out of range"),
+                  std::string::npos);
+      }
+    }
     if (!option.range) continue;
     ++ranges;
     const std::string& name = option.names.back();
@@ -293,6 +306,19 @@ TEST(Options, StatedRangesAreTheAcceptedRanges) {
               std::string::npos);
   }
   EXPECT_GE(ranges, 3u) << "-c, -F and -v state their ranges";
+  EXPECT_GE(lower_bounds, 1u) << "--update-interval states its least value";
+}
+
+// --insert-dso-name alone turns the option on; with a value it takes CLI11's
+// words for true and false, and the last one given counts.
+TEST(Options, InsertDsoNameTakesAnOptionalTruthValue) {
+  EXPECT_FALSE(Valid({}).insert_dso_name);
+  EXPECT_TRUE(Valid({"--insert-dso-name"}).insert_dso_name);
+  EXPECT_TRUE(Valid({"--insert-dso-name=true"}).insert_dso_name);
+  EXPECT_FALSE(Valid({"--insert-dso-name=false"}).insert_dso_name);
+  EXPECT_FALSE(Valid({"--insert-dso-name", "--insert-dso-name=off"}).insert_dso_name);
+  EXPECT_TRUE(Valid({"--insert-dso-name=0", "--insert-dso-name"}).insert_dso_name);
+  Refused({"--insert-dso-name=abc"});
 }
 
 TEST(Options, HelpWinsOverOtherMistakes) {

@@ -73,9 +73,9 @@ std::optional<uint64_t> ParseSize(std::string_view text) {
 // conversion of the given text into Options. A conversion returns what is
 // wrong with the text, which the caller prefixes with the flag's names.
 struct FlagValue {
-  using Convert = std::function<std::optional<std::string>(const std::string& text, Options& o)>;
-  std::string placeholder;  // empty: a switch, which takes no value
-  Convert convert;
+  using Converter = std::function<std::optional<std::string>(const std::string& text, Options& o)>;
+  std::string placeholder;  // empty: a switch, which takes no value (its text is "on" or "off")
+  Converter convert;
   std::string range;         // replaces "{range}" in the help
   std::string default_text;  // appended to the help unless it states its own default
 };
@@ -93,12 +93,15 @@ std::string RangeText(uint64_t min, uint64_t max) {
   return std::to_string(min) + " to " + std::to_string(max);
 }
 
-// A whole number in [min, max] (with `size`, a size such as 16M), handed to
-// `store`.
+// How a number is written: a plain integer, or a size such as 16M.
+enum class Notation { kInteger, kSize };
+
+// A whole number in [min, max], handed to `store`.
 template <typename Store>
-FlagValue NumberInto(std::string placeholder, uint64_t min, uint64_t max, bool size, Store store,
-                     std::string default_text) {
+FlagValue NumberInto(std::string placeholder, uint64_t min, uint64_t max, Notation notation,
+                     Store store, std::string default_text) {
   auto convert = [=](const std::string& text, Options& o) -> std::optional<std::string> {
+    bool size = notation == Notation::kSize;
     auto value = size ? ParseSize(text) : ParseUnsigned(text);
     if (!value) {
       return "'" + text + "' is not a " +
@@ -116,7 +119,7 @@ FlagValue NumberInto(std::string placeholder, uint64_t min, uint64_t max, bool s
 template <typename T>
 FlagValue Number(std::string placeholder, T Options::*field, uint64_t min, uint64_t max) {
   auto store = [field](Options& o, uint64_t value) { o.*field = static_cast<T>(value); };
-  return NumberInto(std::move(placeholder), min, max, false, store,
+  return NumberInto(std::move(placeholder), min, max, Notation::kInteger, store,
                     std::to_string(Options{}.*field));
 }
 
@@ -132,7 +135,7 @@ FlagValue Size(std::string placeholder, uint64_t Options::*field, uint64_t min, 
       break;
     }
   }
-  return NumberInto(std::move(placeholder), min, max, true, store, default_text);
+  return NumberInto(std::move(placeholder), min, max, Notation::kSize, store, default_text);
 }
 
 // -F/--frequency: a rate that also switches sampling from period to frequency.
@@ -141,13 +144,13 @@ FlagValue Frequency(uint64_t min, uint64_t max) {
     o.sample_frequency_hz = hz;
     o.sample_mode = SampleMode::kFrequency;
   };
-  return NumberInto("HZ", min, max, false, store, "");
+  return NumberInto("HZ", min, max, Notation::kInteger, store, "");
 }
 
 // A task_struct offset that overrides the one computed from BTF.
 FlagValue Offset(std::optional<uint32_t> Options::*field) {
   auto store = [field](Options& o, uint64_t value) { o.*field = static_cast<uint32_t>(value); };
-  return NumberInto("N", 0, kTaskStructMax, false, store, "");
+  return NumberInto("N", 0, kTaskStructMax, Notation::kInteger, store, "");
 }
 
 FlagValue PowerOfTwo(std::string placeholder, uint32_t Options::*field, uint64_t min,
@@ -180,9 +183,11 @@ FlagValue Choice(T Options::*field, std::pair<const char*, T> first,
   return {std::string(first.first) + "|" + second.first, convert, "", default_word};
 }
 
+// A flag given alone (on), or as --flag=VALUE with any of CLI11's words for
+// true and false; the last one given counts.
 FlagValue Switch(bool Options::*field) {
-  auto convert = [field](const std::string&, Options& o) -> std::optional<std::string> {
-    o.*field = true;
+  auto convert = [field](const std::string& text, Options& o) -> std::optional<std::string> {
+    o.*field = text == "on";
     return std::nullopt;
   };
   return {"", convert, "", Options{}.*field ? "on" : "off"};
@@ -267,6 +272,7 @@ struct RawArgs {
   std::vector<std::string> pids;
   struct Given {
     std::string text;
+    bool on = false;  // a switch's value, as CLI11 converted it
     CLI::Option* option = nullptr;
     bool given() const { return option != nullptr && option->count() > 0; }
   };
@@ -302,7 +308,7 @@ void DefineOptions(CLI::App& app, RawArgs& raw) {
     const Flag& flag = Flags()[i];
     RawArgs::Given& given = raw.flags[i];
     if (flag.value.placeholder.empty()) {
-      given.option = app.add_flag(flag.names)->description(HelpOf(flag));
+      given.option = app.add_flag(flag.names, given.on)->description(HelpOf(flag));
     } else {
       given.option =
           app.add_option(flag.names, given.text, HelpOf(flag))->type_name(flag.value.placeholder);
@@ -348,7 +354,9 @@ CommandLine Convert(const RawArgs& raw) {
   for (size_t i = 0; i < Flags().size(); ++i) {
     const RawArgs::Given& given = raw.flags[i];
     if (!given.given()) continue;
-    if (auto error = Flags()[i].value.convert(given.text, o))
+    const Flag& flag = Flags()[i];
+    std::string text = flag.value.placeholder.empty() ? (given.on ? "on" : "off") : given.text;
+    if (auto error = flag.value.convert(text, o))
       return Failure(DisplayName(given.option) + ": " + *error);
   }
 
