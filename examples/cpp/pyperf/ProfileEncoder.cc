@@ -57,6 +57,12 @@ class CollapsedEncoder final : public ProfileEncoder {
 
 }  // namespace
 
+std::vector<ProfileFormat> AllProfileFormats() {
+  std::vector<ProfileFormat> formats;
+  for (const FormatInfo& info : kFormats) formats.push_back(info.format);
+  return formats;
+}
+
 std::optional<ProfileFormat> ParseProfileFormat(std::string_view name) {
   for (const FormatInfo& info : kFormats) {
     if (info.name == name) return info.format;

@@ -28,6 +28,8 @@ namespace pyperf {
 
 enum class ProfileFormat { kCollapsed, kFlameGraph, kSpeedscope, kPprof };
 
+// Every format, in the order of their table (and of --help).
+std::vector<ProfileFormat> AllProfileFormats();
 // "collapsed" -> kCollapsed, ...; nullopt for anything else.
 std::optional<ProfileFormat> ParseProfileFormat(std::string_view name);
 std::string_view ProfileFormatName(ProfileFormat format);

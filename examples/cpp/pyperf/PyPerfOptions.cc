@@ -202,6 +202,19 @@ FlagValue OutputPath() {
   return {"PATH", convert, "", ""};
 }
 
+// "collapsed, flamegraph, ...": every format's name and, with `extensions`,
+// what its dumped files' names end in.
+std::string FormatNames(bool extensions) {
+  std::string names;
+  for (ProfileFormat format : AllProfileFormats()) {
+    if (!names.empty()) names += ", ";
+    names += ProfileFormatName(format);
+    if (extensions && !ProfileFormatExtension(format).empty())
+      names += " (" + std::string(ProfileFormatExtension(format)) + ")";
+  }
+  return names;
+}
+
 // A comma-separated list of formats, each at most once.
 FlagValue Formats() {
   auto convert = [](const std::string& text, Options& o) -> std::optional<std::string> {
@@ -212,7 +225,7 @@ FlagValue Formats() {
       std::string_view name = list.substr(0, comma);
       std::optional<ProfileFormat> format = ParseProfileFormat(name);
       if (!format) {
-        return "'" + std::string(name) + "' is not one of collapsed, flamegraph, speedscope, pprof";
+        return "'" + std::string(name) + "' is not one of " + FormatNames(false);
       }
       if (std::find(o.formats.begin(), o.formats.end(), *format) != o.formats.end())
         return std::string(name) + " is given twice";
@@ -221,7 +234,7 @@ FlagValue Formats() {
       list.remove_prefix(comma + 1);
     }
   };
-  return {"FORMATS", convert, "", ""};
+  return {"FORMATS", convert, "", std::string(ProfileFormatName(Options{}.formats.front()))};
 }
 
 // Every flag but -h and -p, in the order --help lists them, one row each
@@ -241,7 +254,7 @@ const std::vector<Flag>& Flags() {
       {"--user-stacks-pages", Number("N", &Options::user_stacks_pages, 0, kU32Max), "4 KiB pages of user stack copied per sample for native unwinding; 0 = no native frames; values above " + number(kMaxUserStacksPages) + " are capped to " + number(kMaxUserStacksPages) + " to fit a perf record"},
       {"-v,--verbose", Number("LEVEL", &Options::verbosity, 0, 4), "Log verbosity on stderr, {range}"},
       {"-o,--output", OutputPath(), "Write collapsed stacks to the transient file PATH and, on SIGUSR2 or exit, rename it to PATH.<YYYYmmddHHMMSScc> (UTC start of the interval; --format's extension follows) and start a new PATH (default: print to stdout)"},
-      {"--format", Formats(), "Output format, or a comma-separated list of them with -o (one file each per dump): collapsed, flamegraph (.html), speedscope (.speedscope.json), pprof (.pb.gz) (default: collapsed)"},
+      {"--format", Formats(), "Output format, or a comma-separated list of them with -o (one file each per dump): " + FormatNames(true)},
       {"--fs-offset", Offset(&Options::fs_offset), "Offset of task_struct.thread.fsbase, decimal or 0x hex (default: computed from kernel BTF); checked against the running kernel at start-up"},
       {"--stack-offset", Offset(&Options::stack_offset), "Offset of task_struct.stack, decimal or 0x hex (default: computed from kernel BTF); checked against the running kernel at start-up"},
       {"--insert-dso-name", Switch(&Options::insert_dso_name), "Append the file a native frame comes from to its name"},
