@@ -5,7 +5,8 @@
 # (libpython3.X-dev: the offsets tests compile against them).
 #
 #   scripts/python-roots.sh [trixie|sid ...]   build the named roots (default: all)
-#   scripts/python-roots.sh --print            print "SUITE PYTHON ROOT" per root, build nothing
+#   scripts/python-roots.sh --print            print "SUITE PYTHON ROOT" per interpreter
+#                                              (a root's default first), build nothing
 #
 # Roots live in $PYPERF_ROOTS_DIR (default /var/cache/bcc-pyperf/roots), outside
 # the repository, and are built once: a root is complete when its stamp file
@@ -20,11 +21,20 @@ ROOTS_DIR="${PYPERF_ROOTS_DIR:-/var/cache/bcc-pyperf/roots}"
 MIRROR="${PYPERF_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 STAMP_NAME=.pyperf-root-complete
 
-# suite -> the interpreter it provides; packages installed into it (trixie
-# also holds Austin, the profiler bench/overhead.py compares PyPerf with).
-declare -A PYTHON=([trixie]=python3.13 [sid]=python3.14)
-declare -A EXTRA=([trixie]=,austin [sid]=)
-packages_for() { echo "${PYTHON[$1]},lib${PYTHON[$1]}-dev${EXTRA[$1]}"; }
+# suite -> the interpreters it provides, its default first, each installed
+# with its headers; other packages installed into it (trixie also holds Austin,
+# the profiler bench/overhead.py compares PyPerf with). sid's 3.15 ships
+# CPython's own sampler (`-m profiling.sampling`): a test oracle and a peer in
+# the bench.
+declare -A PYTHON=([trixie]=python3.13 [sid]="python3.14 python3.15")
+declare -A EXTRA=([trixie]=austin [sid]=)
+packages_for() {
+  local python packages=()
+  for python in ${PYTHON[$1]}; do packages+=("$python" "lib$python-dev"); done
+  [[ -z "${EXTRA[$1]}" ]] || packages+=("${EXTRA[$1]}")
+  (IFS=,; echo "${packages[*]}")
+}
+default_python() { local pythons=(${PYTHON[$1]}); echo "${pythons[0]}"; }
 
 stamp_text() { printf 'suite=%s\npackages=%s\nformat=1\n' "$1" "$(packages_for "$1")"; }
 
@@ -48,7 +58,9 @@ done
 ((${#suites[@]})) || suites=(trixie sid)
 
 if ((print_only)); then
-  for suite in "${suites[@]}"; do echo "$suite ${PYTHON[$suite]} $ROOTS_DIR/$suite"; done
+  for suite in "${suites[@]}"; do
+    for python in ${PYTHON[$suite]}; do echo "$suite $python $ROOTS_DIR/$suite"; done
+  done
   exit 0
 fi
 
@@ -68,7 +80,7 @@ flock 9
 complete() {
   local root="$ROOTS_DIR/$1"
   [[ -f "$root/$STAMP_NAME" ]] && [[ "$(cat "$root/$STAMP_NAME")" == "$(stamp_text "$1")" ]] &&
-    [[ -x "$root/usr/bin/${PYTHON[$1]}" ]]
+    [[ -x "$root/usr/bin/$(default_python "$1")" ]]
 }
 
 # Nothing may still be mounted below a root we delete (a crashed run's
@@ -102,11 +114,13 @@ for suite in "${suites[@]}"; do
   fi
   # Keep the root small: downloaded packages are not needed any more.
   rm -rf "$root.partial/var/cache/apt/archives/"*.deb "$root.partial/var/lib/apt/lists/"*_Packages
-  if ! chroot "$root.partial" "${PYTHON[$suite]}" -c 'import sys, threading; print(sys.version)' \
-    >/dev/null; then
-    echo "python-roots: ${PYTHON[$suite]} does not run in the new $suite root" >&2
-    exit 1
-  fi
+  for python in ${PYTHON[$suite]}; do
+    if ! chroot "$root.partial" "$python" -c 'import sys, threading; print(sys.version)' \
+      >/dev/null; then
+      echo "python-roots: $python does not run in the new $suite root" >&2
+      exit 1
+    fi
+  done
   stamp_text "$suite" >"$root.partial/$STAMP_NAME"
   mv "$root.partial" "$root"
   echo "python-roots: $suite root built in $(($(date +%s) - start)) s," \

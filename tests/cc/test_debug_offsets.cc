@@ -1,5 +1,5 @@
 // PyDebugOffsets against the interpreters themselves. For every CPython 3.13+
-// on the machine (pyenv's 3.13, 3.13.x / 3.14 in the Debian roots of
+// on the machine (pyenv's 3.13, 3.13.x / 3.14 / 3.15 in the Debian roots of
 // scripts/python-roots.sh, run as containers, and the free-threaded 3.13t of
 // scripts/free-threaded-python.sh):
 //  - the member positions PyPerf uses to decode _Py_DebugOffsets are the
@@ -13,6 +13,7 @@
 // builds, implausible values, and a patch release that moved a field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -77,13 +78,20 @@ const std::map<std::string, std::string>& ExpectedFromHeaders() {
       {"unicode_object.state", "offsetof(PyUnicodeObject, _base._base.state)"},
       {"unicode_object.length", "offsetof(PyUnicodeObject, _base._base.length)"},
       {"unicode_object.asciiobject_size", "sizeof(PyASCIIObject)"},
+      {"unicode_object.compactunicodeobject_size", "sizeof(PyCompactUnicodeObject)"},
   };
   return expected;
 }
 
-// The members PyPerf reads: the covered ones, their struct sizes, and the header.
-std::vector<std::string> MembersPyPerfReads() {
+// The members PyPerf reads from `v`'s _Py_DebugOffsets: the covered ones,
+// their struct sizes, the header, and sizeof(PyCompactUnicodeObject) where
+// published.
+std::vector<std::string> MembersPyPerfReads(const PythonVersion& v) {
   std::vector<std::string> members = {"version", "free_threaded", "runtime_state.size"};
+  for (const DebugOffsetsMember& m : DebugOffsetsLayout(v)) {
+    if (std::string(m.path) == "unicode_object.compactunicodeobject_size")
+      members.push_back(m.path);
+  }
   for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
     for (const char* m : {c.member, c.size_member}) {
       if (std::find(members.begin(), members.end(), m) == members.end()) members.push_back(m);
@@ -103,6 +111,10 @@ std::string ProbeSource(const PythonVersion& v) {
         << "\", (unsigned long)offsetof(_Py_DebugOffsets, " << m.path << "));\n";
   }
   for (const auto& [member, expr] : ExpectedFromHeaders()) {
+    const auto& layout = DebugOffsetsLayout(v);
+    bool in_layout = std::any_of(layout.begin(), layout.end(),
+                                 [&](const DebugOffsetsMember& m) { return member == m.path; });
+    if (!in_layout) continue;  // a member this version does not publish
     src << "  printf(\"value %s %lu\\n\", \"" << member << "\", (unsigned long)(" << expr
         << "));\n";
   }
@@ -251,7 +263,7 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
   ASSERT_TRUE(debug.ok()) << debug.error();
   EXPECT_EQ(debug->free_threaded, GetParam().free_threaded);
   EXPECT_EQ(debug->version, headers_.version);
-  for (const std::string& member : MembersPyPerfReads()) {
+  for (const std::string& member : MembersPyPerfReads(info->version)) {
     auto read = debug->Get(member);
     auto expected = facts->values.find(member);
     ASSERT_TRUE(read.has_value()) << member;
@@ -281,81 +293,94 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
 INSTANTIATE_TEST_SUITE_P(
     Interpreters, DebugOffsetsAgainstHeaders,
     ::testing::Values(Case{"pyenv_3_13", "3.13", ""}, Case{"trixie_3_13", "", "trixie"},
-                      Case{"sid_3_14", "", "sid"}, Case{"free_threaded_3_13t", "", "", true}),
+                      Case{"sid_3_14", "", "sid"}, Case{"sid_3_15", "", "sid/python3.15"},
+                      Case{"free_threaded_3_13t", "", "", true}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // Every member PyPerf reads has a header expression to be checked against.
 TEST(DebugOffsetsCoverage, EveryMemberReadHasAHeaderExpression) {
-  for (const std::string& member : MembersPyPerfReads())
-    EXPECT_EQ(ExpectedFromHeaders().count(member), 1u) << member;
+  for (int minor : {13, 14, 15}) {
+    for (const std::string& member : MembersPyPerfReads(PythonVersion{3, minor, 0}))
+      EXPECT_EQ(ExpectedFromHeaders().count(member), 1u) << member << " of 3." << minor;
+  }
 }
 
 TEST(DebugOffsetsCoverage, OnlyVersionsWithDebugOffsetsHaveALayout) {
   EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{3, 12, 1}).empty());
   EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{2, 7, 18}).empty());
-  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{3, 15, 0}).empty());
+  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{3, 16, 0}).empty());
+  EXPECT_TRUE(DebugOffsetsLayout(PythonVersion{4, 13, 0}).empty());
   EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 13, 0}).empty());
   EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 14, 0}).empty());
+  EXPECT_FALSE(DebugOffsetsLayout(PythonVersion{3, 15, 0}).empty());
 }
 
 // Where each member the fakes below write lies in _Py_DebugOffsets (3.13,
-// 3.14), and the struct's size up to the last member PyPerf reads, as
-// literals: offsetof()
-// from the interpreters' own headers (pyenv's 3.13.0 pycore_runtime.h,
-// Debian sid's 3.14 pycore_debug_offsets.h), not PyPerf's layout, so a member
-// PyPerf places wrongly makes the made-up bytes disagree with it.
+// 3.14, 3.15), and the struct's size up to the last member PyPerf reads, as
+// literals: offsetof() from the interpreters' own headers (pyenv's 3.13.0
+// pycore_runtime.h, Debian sid's 3.14 and 3.15 pycore_debug_offsets.h), not
+// PyPerf's layout, so a member PyPerf places wrongly makes the made-up bytes
+// disagree with it.
 struct LiteralPosition {
   const char* member;
-  size_t in313, in314;
+  size_t in313, in314, in315;
 };
 constexpr LiteralPosition kLiteralPositions[] = {
-    {"version", 8, 8},
-    {"free_threaded", 16, 16},
-    {"runtime_state.size", 24, 24},
-    {"runtime_state.interpreters_head", 40, 40},
-    {"interpreter_state.size", 48, 48},
-    {"interpreter_state.next", 64, 64},
-    {"interpreter_state.threads_head", 72, 72},
-    {"thread_state.size", 152, 176},
-    {"thread_state.next", 168, 192},
-    {"thread_state.current_frame", 184, 208},
-    {"thread_state.thread_id", 192, 216},
-    {"thread_state.native_thread_id", 200, 224},
-    {"interpreter_frame.size", 224, 248},
-    {"interpreter_frame.previous", 232, 256},
-    {"interpreter_frame.executable", 240, 264},
-    {"interpreter_frame.instr_ptr", 248, 272},
-    {"interpreter_frame.localsplus", 256, 280},
-    {"interpreter_frame.owner", 264, 288},
-    {"code_object.size", 272, 312},
-    {"code_object.filename", 280, 320},
-    {"code_object.name", 288, 328},
-    {"code_object.linetable", 304, 344},
-    {"code_object.firstlineno", 312, 352},
-    {"code_object.argcount", 320, 360},
-    {"code_object.localsplusnames", 328, 368},
-    {"code_object.co_code_adaptive", 344, 384},
-    {"pyobject.size", 352, 400},
-    {"pyobject.ob_type", 360, 408},
-    {"type_object.size", 368, 416},
-    {"type_object.tp_name", 376, 424},
-    {"tuple_object.size", 400, 448},
-    {"tuple_object.ob_item", 408, 456},
-    {"tuple_object.ob_size", 416, 464},
-    {"bytes_object.size", 512, 592},
-    {"bytes_object.ob_sval", 528, 608},
-    {"unicode_object.size", 536, 616},
-    {"unicode_object.state", 544, 624},
-    {"unicode_object.length", 552, 632},
-    {"unicode_object.asciiobject_size", 560, 640},
+    {"version", 8, 8, 8},
+    {"free_threaded", 16, 16, 16},
+    {"runtime_state.size", 24, 24, 24},
+    {"runtime_state.interpreters_head", 40, 40, 40},
+    {"interpreter_state.size", 48, 48, 48},
+    {"interpreter_state.next", 64, 64, 64},
+    {"interpreter_state.threads_head", 72, 72, 72},
+    {"thread_state.size", 152, 176, 176},
+    {"thread_state.next", 168, 192, 192},
+    {"thread_state.current_frame", 184, 208, 208},
+    {"thread_state.thread_id", 192, 216, 240},
+    {"thread_state.native_thread_id", 200, 224, 248},
+    {"interpreter_frame.size", 224, 248, 312},
+    {"interpreter_frame.previous", 232, 256, 320},
+    {"interpreter_frame.executable", 240, 264, 328},
+    {"interpreter_frame.instr_ptr", 248, 272, 336},
+    {"interpreter_frame.localsplus", 256, 280, 344},
+    {"interpreter_frame.owner", 264, 288, 352},
+    {"code_object.size", 272, 312, 376},
+    {"code_object.filename", 280, 320, 384},
+    {"code_object.name", 288, 328, 392},
+    {"code_object.linetable", 304, 344, 408},
+    {"code_object.firstlineno", 312, 352, 416},
+    {"code_object.argcount", 320, 360, 424},
+    {"code_object.localsplusnames", 328, 368, 432},
+    {"code_object.co_code_adaptive", 344, 384, 448},
+    {"pyobject.size", 352, 400, 464},
+    {"pyobject.ob_type", 360, 408, 472},
+    {"type_object.size", 368, 416, 480},
+    {"type_object.tp_name", 376, 424, 488},
+    {"tuple_object.size", 400, 448, 544},
+    {"tuple_object.ob_item", 408, 456, 552},
+    {"tuple_object.ob_size", 416, 464, 560},
+    {"bytes_object.size", 512, 592, 688},
+    {"bytes_object.ob_sval", 528, 608, 704},
+    {"unicode_object.size", 536, 616, 712},
+    {"unicode_object.state", 544, 624, 720},
+    {"unicode_object.length", 552, 632, 728},
+    {"unicode_object.asciiobject_size", 560, 640, 736},
 };
-// The struct's bytes through unicode_object.asciiobject_size.
-constexpr size_t kLiteralBytes313 = 568, kLiteralBytes314 = 648;
+// The struct's bytes through the last member PyPerf reads
+// (unicode_object.asciiobject_size; compactunicodeobject_size from 3.15).
+constexpr size_t kLiteralBytes313 = 568, kLiteralBytes314 = 648, kLiteralBytes315 = 752;
+constexpr size_t kCompactUnicodeSizePosition315 = 744;
+
+size_t LiteralBytes(const PythonVersion& v) {
+  return v.minor == 13 ? kLiteralBytes313 : v.minor == 14 ? kLiteralBytes314 : kLiteralBytes315;
+}
 
 std::map<std::string, size_t> LiteralPositionsOf(const PythonVersion& v) {
   std::map<std::string, size_t> positions;
   for (const LiteralPosition& p : kLiteralPositions)
-    positions[p.member] = v.minor == 13 ? p.in313 : p.in314;
+    positions[p.member] = v.minor == 13 ? p.in313 : v.minor == 14 ? p.in314 : p.in315;
+  if (v.minor >= 15)
+    positions["unicode_object.compactunicodeobject_size"] = kCompactUnicodeSizePosition315;
   return positions;
 }
 
@@ -395,13 +420,13 @@ const std::vector<std::pair<std::string, pp_s64 pyperf_offsets::*>>& FieldsByMem
   return fields;
 }
 
-// Made-up _Py_DebugOffsets bytes for `v` (3.13 or 3.14) holding the table's
-// values, as an interpreter whose layout matches the table would publish
-// them; every struct size is 64 KiB, room for any offset of the tables.
+// Made-up _Py_DebugOffsets bytes for `v` (3.13, 3.14 or 3.15) holding the
+// table's values, as an interpreter whose layout matches the table would
+// publish them; every struct size is 64 KiB, room for any offset of the tables.
 std::vector<unsigned char> FakeDebugOffsets(const PythonVersion& v, const pyperf_offsets& table,
                                             bool free_threaded = false) {
   const auto positions = LiteralPositionsOf(v);
-  std::vector<unsigned char> bytes(v.minor == 13 ? kLiteralBytes313 : kLiteralBytes314, 0);
+  std::vector<unsigned char> bytes(LiteralBytes(v), 0);
   std::memcpy(bytes.data(), "xdebugpy", 8);
   auto put = [&](const std::string& member, uint64_t value) {
     auto it = positions.find(member);
@@ -416,6 +441,9 @@ std::vector<unsigned char> FakeDebugOffsets(const PythonVersion& v, const pyperf
   put("free_threaded", free_threaded ? 1 : 0);
   for (const auto& [member, field] : FieldsByMember())
     put(member, static_cast<uint64_t>(table.*field));
+  if (v.minor >= 15)
+    put("unicode_object.compactunicodeobject_size",
+        static_cast<uint64_t>(table.compact_unicode_data));
   for (const char* size :
        {"runtime_state.size", "interpreter_state.size", "thread_state.size",
         "interpreter_frame.size", "code_object.size", "pyobject.size", "type_object.size",
@@ -438,7 +466,8 @@ TEST_P(DebugOffsetsAgainstHeaders, TheTestsLiteralPositionsMatchTheHeader) {
 }
 
 TEST(ParseDebugOffsets, RoundTripsTheTable) {
-  for (PythonVersion v : {PythonVersion{3, 13, 0}, PythonVersion{3, 14, 0}}) {
+  for (PythonVersion v :
+       {PythonVersion{3, 13, 0}, PythonVersion{3, 14, 0}, PythonVersion{3, 15, 2}}) {
     const pyperf_offsets* table = FindOffsets(v);
     ASSERT_NE(table, nullptr);
     auto bytes = FakeDebugOffsets(v, *table);
@@ -469,6 +498,31 @@ TEST(ParseDebugOffsets, APatchReleaseThatMovesAFieldIsFollowed) {
   EXPECT_EQ(merged->compact_unicode_data, table->compact_unicode_data);
   EXPECT_EQ(merged->frame_owner_shim, table->frame_owner_shim);
   EXPECT_EQ(merged->stackref_tag_bits, table->stackref_tag_bits);
+}
+
+// 3.15 publishes sizeof(PyCompactUnicodeObject): a process whose strings grew
+// a field is followed; 3.13 and 3.14 publish none, and it stays derived.
+TEST(ParseDebugOffsets, APublishedCompactUnicodeSizeIsFollowed) {
+  PythonVersion v{3, 15, 2};
+  const pyperf_offsets* table = FindOffsets(v);
+  ASSERT_NE(table, nullptr);
+  pyperf_offsets moved = *table;
+  moved.compact_unicode_data += 8;
+  auto bytes = FakeDebugOffsets(v, moved);
+  auto debug = ParseDebugOffsets(v, bytes.data(), bytes.size());
+  ASSERT_TRUE(debug.ok()) << debug.error();
+  auto merged = MergeDebugOffsets(*table, *debug);
+  ASSERT_TRUE(merged.ok()) << merged.error();
+  EXPECT_EQ(merged->compact_unicode_data, table->compact_unicode_data + 8);
+
+  PythonVersion old{3, 14, 0};
+  auto old_bytes = FakeDebugOffsets(old, *FindOffsets(old));
+  auto old_debug = ParseDebugOffsets(old, old_bytes.data(), old_bytes.size());
+  ASSERT_TRUE(old_debug.ok()) << old_debug.error();
+  EXPECT_FALSE(old_debug->Get("unicode_object.compactunicodeobject_size").has_value());
+  auto old_merged = MergeDebugOffsets(*FindOffsets(old), *old_debug);
+  ASSERT_TRUE(old_merged.ok()) << old_merged.error();
+  EXPECT_EQ(old_merged->compact_unicode_data, old_merged->string_data + 16);
 }
 
 TEST(ParseDebugOffsets, RejectsAWrongCookie) {

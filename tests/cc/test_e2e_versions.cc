@@ -1,8 +1,9 @@
 // End-to-end tests of PyPerf on every CPython it supports (issue 5): pyenv's
 // 2.7 .. 3.13 (shared libpython), Debian's /usr/bin/python3.11 (static,
-// non-PIE), Debian trixie's 3.13.x and sid's 3.14 run as containers from the
-// roots of scripts/python-roots.sh (own PID and mount namespaces, chroot),
-// sid's shared libpython3.14 loaded by a host program in the sid container
+// non-PIE), Debian trixie's 3.13.x and sid's 3.14 and 3.15 run as containers
+// from the roots of scripts/python-roots.sh (own PID and mount namespaces,
+// chroot), sid's shared libpython3.14 and libpython3.15 each loaded by a host
+// program in the sid container
 // (workloads/embedding_host.c), uWSGI embedding Debian's libpython3.11
 // through its python3 plugin, and a pyenv interpreter whose libpython was
 // deleted after it started.
@@ -99,7 +100,13 @@ enum class TargetKind {
 struct Target {
   std::string name;  // test name suffix
   TargetKind kind;
-  std::string spec;  // pyenv minor or interpreter path (host, deleted), suite (container)
+  // pyenv minor or interpreter path (host, deleted), root (container:
+  // EnsurePythonRoot's "SUITE" or "SUITE/PYTHON")
+  std::string spec;
+  // How the eval loop's native frame starts where the binary names no symbol
+  // for it (Debian's stripped executables: "python3.14+0x"); empty where it
+  // is _PyEval_EvalFrameDefault (PyEval_EvalFrameEx on 2.7).
+  std::string unnamed_eval_loop = "";
 };
 
 const std::vector<Target>& Targets() {
@@ -115,8 +122,10 @@ const std::vector<Target>& Targets() {
       {"pyenv_3_13", TargetKind::kHost, "3.13"},
       {"debian_3_11", TargetKind::kHost, "/usr/bin/python3.11"},
       {"trixie_3_13_container", TargetKind::kContainer, "trixie"},
-      {"sid_3_14_container", TargetKind::kContainer, "sid"},
+      {"sid_3_14_container", TargetKind::kContainer, "sid", "python3.14+0x"},
       {"sid_3_14_shared_libpython", TargetKind::kEmbedded, "sid"},
+      {"sid_3_15_container", TargetKind::kContainer, "sid/python3.15", "python3.15+0x"},
+      {"sid_3_15_shared_libpython", TargetKind::kEmbedded, "sid/python3.15"},
       {"uwsgi_debian_3_11", TargetKind::kUwsgi, "/usr/bin/uwsgi"},
       {"pyenv_3_12_deleted_libpython", TargetKind::kDeletedLib, "3.12"},
   };
@@ -913,12 +922,12 @@ TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
   std::string eval = pyperf::SpellFrame(
       pyperf::FrameKind::kNative,
       GetParam().spec == "2.7" ? "PyEval_EvalFrameEx" : "_PyEval_EvalFrameDefault");
-  // Debian's 3.14 (sid) is stripped, and its eval loop's hot body is a static
-  // function that only python3.14-dbgsym names: there the loop shows as an
-  // address in the interpreter binary.
-  bool unnamed_loop = GetParam().kind == TargetKind::kContainer && GetParam().spec == "sid";
+  // Debian's 3.14 and 3.15 (sid) executables are stripped, and their eval
+  // loop's hot body is a static function that only python3.X-dbgsym names:
+  // there the loop shows as an address in the interpreter binary.
+  const std::string& unnamed_loop = GetParam().unnamed_eval_loop;
   auto is_eval_loop = [&](const std::string& frame) {
-    if (unnamed_loop) return frame.rfind("python3.14+0x", 0) == 0;
+    if (!unnamed_loop.empty()) return frame.rfind(unnamed_loop, 0) == 0;
     return frame == eval;
   };
   bool uwsgi = GetParam().kind == TargetKind::kUwsgi;
@@ -941,7 +950,8 @@ TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
   }
   EXPECT_GE(100 * with_eval, 90 * total)
       << with_eval << " of " << total << " samples in the busy leaf show "
-      << (unnamed_loop ? "a python3.14+0x... frame" : eval) << "; without:" << Excerpt(without, 3);
+      << (unnamed_loop.empty() ? eval : "a " + unnamed_loop + "... frame")
+      << "; without:" << Excerpt(without, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, VersionsNativeE2E, ::testing::ValuesIn(Targets()),

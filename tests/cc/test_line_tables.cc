@@ -131,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pyenv_3_10", "3.10"}, Case{"pyenv_3_11", "3.11"},
                       Case{"pyenv_3_12", "3.12"}, Case{"pyenv_3_13", "3.13"},
                       Case{"debian_3_11", "/usr/bin/python3.11"},
-                      Case{"trixie_3_13", "root:trixie"}, Case{"sid_3_14", "root:sid"}),
+                      Case{"trixie_3_13", "root:trixie"}, Case{"sid_3_14", "root:sid"},
+                      Case{"sid_3_15", "root:sid/python3.15"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Checks PyOffsets' tables against the interpreters themselves: for each
-// installed CPython (pyenv 2.7 .. 3.13, Debian's 3.11, and 3.13.x / 3.14 in the
+// installed CPython (pyenv 2.7 .. 3.13, Debian's 3.11, and 3.13.x / 3.14 / 3.15 in the
 // Debian roots of scripts/python-roots.sh, the free-threaded 3.13t of
 // scripts/free-threaded-python.sh), a small C program is compiled
 // against that interpreter's own headers (internal ones too), run, and every
@@ -151,7 +151,8 @@ const std::vector<FieldSpec>& Fields() {
       {PYPERF_FIELD(frame_owner), 1,
        [](const PythonVersion& v) { return Frame(v, nullptr, "owner"); }},
       // The lowest owner value of frames that are not Python calls: 3.12's
-      // C-stack shims; 3.14 puts interpreter entry frames just below them.
+      // C-stack shims; 3.14 puts interpreter entry frames just below them;
+      // 3.15 has no C-stack shims left.
       {PYPERF_FIELD(frame_owner_shim), 0,
        [](const PythonVersion& v) {
          if (v.AtLeast(3, 14)) return Value("FRAME_OWNED_BY_INTERPRETER");
@@ -189,12 +190,14 @@ const std::vector<FieldSpec>& Fields() {
 #undef PYPERF_FIELD
 
 // Layout facts the BPF program hardcodes or relies on, checked from the
-// version `since` on (read_py_string's unicode state bits on every 3.x).
+// version `since` on, through `until` (read_py_string's unicode state bits on
+// every 3.x).
 struct BpfAssumption {
   const char* name;
   const char* expr;
   long expected;
   PythonVersion since;
+  PythonVersion until{99, 99, 0};  // the last minor it applies to
 };
 const std::vector<BpfAssumption>& BpfAssumptions() {
   static const std::vector<BpfAssumption> facts = {
@@ -218,13 +221,18 @@ const std::vector<BpfAssumption>& BpfAssumptions() {
        "FRAME_OWNED_BY_GENERATOR < FRAME_OWNED_BY_CSTACK && "
        "FRAME_OWNED_BY_FRAME_OBJECT < FRAME_OWNED_BY_CSTACK",
        1,
-       {3, 12, 0}},
+       {3, 12, 0},
+       {3, 14, 0}},
       {"python_owners_below_interpreter_shim",
        "FRAME_OWNED_BY_THREAD < FRAME_OWNED_BY_INTERPRETER && "
        "FRAME_OWNED_BY_GENERATOR < FRAME_OWNED_BY_INTERPRETER && "
-       "FRAME_OWNED_BY_FRAME_OBJECT < FRAME_OWNED_BY_INTERPRETER && "
+       "FRAME_OWNED_BY_FRAME_OBJECT < FRAME_OWNED_BY_INTERPRETER",
+       1,
+       {3, 14, 0}},
+      {"cstack_shim_above_interpreter_shim",
        "FRAME_OWNED_BY_CSTACK > FRAME_OWNED_BY_INTERPRETER",
        1,
+       {3, 14, 0},
        {3, 14, 0}},
       // A _PyStackRef is one pointer-sized word, so masking the tag bits of
       // the word read at f_executable / localsplus gives the object.
@@ -233,7 +241,8 @@ const std::vector<BpfAssumption>& BpfAssumptions() {
   return facts;
 }
 bool Applies(const BpfAssumption& fact, const PythonVersion& v) {
-  return v.AtLeast(fact.since.major, fact.since.minor);
+  return v.AtLeast(fact.since.major, fact.since.minor) &&
+         !v.AtLeast(fact.until.major, fact.until.minor + 1);
 }
 
 // Bit index of PyASCIIObject.state.compact (0), .ascii (1) or the lowest bit
@@ -402,7 +411,7 @@ TEST(PyOffsetsSystemPython, Debian311MatchesTable) {
   CheckInterpreterAgainstItsHeaders(python, "3.11");
 }
 
-// Newer CPythons from Debian's trixie (3.13.x) and sid (3.14), in roots
+// Newer CPythons from Debian's trixie (3.13.x) and sid (3.14, 3.15), in roots
 // scripts/python-roots.sh builds (here, on first use) with their -dev headers.
 class PyOffsetsDebianRoot : public ::testing::TestWithParam<std::string> {};
 
@@ -413,9 +422,13 @@ TEST_P(PyOffsetsDebianRoot, TableMatchesInterpreterHeaders) {
   CheckInterpreterAgainstItsHeaders(root->python, root->minor, &*root);
 }
 
-INSTANTIATE_TEST_SUITE_P(Roots, PyOffsetsDebianRoot, ::testing::Values("trixie", "sid"),
+INSTANTIATE_TEST_SUITE_P(Roots, PyOffsetsDebianRoot,
+                         ::testing::Values("trixie", "sid", "sid/python3.15"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '/' || c == '.') c = '_';
+                           return name;
                          });
 
 // The free-threaded 3.13t of scripts/free-threaded-python.sh (its pyconfig.h
@@ -430,7 +443,8 @@ TEST(PyOffsetsFreeThreaded, Python313tMatchesTable) {
 TEST(PyOffsetsLookup, OnlyFreeThreaded313HasAFreeThreadedTable) {
   EXPECT_NE(FindOffsets(PythonVersion{3, 13, 5}, true), FindOffsets(PythonVersion{3, 13, 5}));
   EXPECT_EQ(OffsetsLayoutName(PythonVersion{3, 13, 0}, true), "3.13t");
-  for (PythonVersion v : {PythonVersion{3, 12, 0}, PythonVersion{3, 14, 0}}) {
+  for (PythonVersion v :
+       {PythonVersion{3, 12, 0}, PythonVersion{3, 14, 0}, PythonVersion{3, 15, 2}}) {
     EXPECT_EQ(FindOffsets(v, true), nullptr) << v.ToString();
     EXPECT_EQ(OffsetsLayoutName(v, true), "") << v.ToString();
   }
@@ -438,7 +452,7 @@ TEST(PyOffsetsLookup, OnlyFreeThreaded313HasAFreeThreadedTable) {
 
 TEST(PyOffsetsLookup, UnknownVersionsHaveNoTable) {
   for (PythonVersion v : {PythonVersion{3, 99, 0}, PythonVersion{2, 6, 9}, PythonVersion{3, 5, 10},
-                          PythonVersion{3, 15, 0}, PythonVersion{4, 0, 0}, PythonVersion{}}) {
+                          PythonVersion{3, 16, 0}, PythonVersion{4, 0, 0}, PythonVersion{}}) {
     EXPECT_EQ(FindOffsets(v), nullptr) << v.ToString();
     EXPECT_EQ(OffsetsLayoutName(v), "") << v.ToString();
   }
@@ -446,7 +460,7 @@ TEST(PyOffsetsLookup, UnknownVersionsHaveNoTable) {
 
 TEST(PyOffsetsLookup, EveryMicroOfAMinorUsesThatMinorsTable) {
   for (const char* minor :
-       {"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"}) {
+       {"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}) {
     PythonVersion first;
     ASSERT_EQ(std::sscanf(minor, "%d.%d", &first.major, &first.minor), 2);
     PythonVersion later = first;

@@ -23,172 +23,119 @@ constexpr size_t kMaxInternedLayouts = 64;
 
 // _Py_DebugOffsets after `char cookie[8]`: uint64_t members, in declaration
 // order, from Include/internal/pycore_runtime.h (3.13) and
-// Include/internal/pycore_debug_offsets.h (3.14), up to unicode_object, the
-// last group PyPerf reads. Later members are appended in later minors.
-constexpr const char* kMembers313[] = {
-    "version",
-    "free_threaded",
-    "runtime_state.size",
-    "runtime_state.finalizing",
-    "runtime_state.interpreters_head",
-    "interpreter_state.size",
-    "interpreter_state.id",
-    "interpreter_state.next",
-    "interpreter_state.threads_head",
-    "interpreter_state.gc",
-    "interpreter_state.imports_modules",
-    "interpreter_state.sysdict",
-    "interpreter_state.builtins",
-    "interpreter_state.ceval_gil",
-    "interpreter_state.gil_runtime_state",
-    "interpreter_state.gil_runtime_state_enabled",
-    "interpreter_state.gil_runtime_state_locked",
-    "interpreter_state.gil_runtime_state_holder",
-    "thread_state.size",
-    "thread_state.prev",
-    "thread_state.next",
-    "thread_state.interp",
-    "thread_state.current_frame",
-    "thread_state.thread_id",
-    "thread_state.native_thread_id",
-    "thread_state.datastack_chunk",
-    "thread_state.status",
-    "interpreter_frame.size",
-    "interpreter_frame.previous",
-    "interpreter_frame.executable",
-    "interpreter_frame.instr_ptr",
-    "interpreter_frame.localsplus",
-    "interpreter_frame.owner",
-    "code_object.size",
-    "code_object.filename",
-    "code_object.name",
-    "code_object.qualname",
-    "code_object.linetable",
-    "code_object.firstlineno",
-    "code_object.argcount",
-    "code_object.localsplusnames",
-    "code_object.localspluskinds",
-    "code_object.co_code_adaptive",
-    "pyobject.size",
-    "pyobject.ob_type",
-    "type_object.size",
-    "type_object.tp_name",
-    "type_object.tp_repr",
-    "type_object.tp_flags",
-    "tuple_object.size",
-    "tuple_object.ob_item",
-    "tuple_object.ob_size",
-    "list_object.size",
-    "list_object.ob_item",
-    "list_object.ob_size",
-    "dict_object.size",
-    "dict_object.ma_keys",
-    "dict_object.ma_values",
-    "float_object.size",
-    "float_object.ob_fval",
-    "long_object.size",
-    "long_object.lv_tag",
-    "long_object.ob_digit",
-    "bytes_object.size",
-    "bytes_object.ob_size",
-    "bytes_object.ob_sval",
-    "unicode_object.size",
-    "unicode_object.state",
-    "unicode_object.length",
-    "unicode_object.asciiobject_size",
+// Include/internal/pycore_debug_offsets.h (3.14+), up to unicode_object, the
+// last group PyPerf reads. Each member is listed once, with the first minor
+// that has it: a minor adds members (in the middle of a group too) and drops
+// none so far, so a new minor is a new kNewestMinor and its new members here.
+struct KnownMember {
+  const char* path;
+  int since_minor;  // of 3.x
+};
+constexpr int kFirstMinor = 13;
+constexpr int kNewestMinor = 15;
+constexpr KnownMember kMembers[] = {
+    {"version", 13},
+    {"free_threaded", 13},
+    {"runtime_state.size", 13},
+    {"runtime_state.finalizing", 13},
+    {"runtime_state.interpreters_head", 13},
+    {"interpreter_state.size", 13},
+    {"interpreter_state.id", 13},
+    {"interpreter_state.next", 13},
+    {"interpreter_state.threads_head", 13},
+    {"interpreter_state.threads_main", 14},
+    {"interpreter_state.gc", 13},
+    {"interpreter_state.imports_modules", 13},
+    {"interpreter_state.sysdict", 13},
+    {"interpreter_state.builtins", 13},
+    {"interpreter_state.ceval_gil", 13},
+    {"interpreter_state.gil_runtime_state", 13},
+    {"interpreter_state.gil_runtime_state_enabled", 13},
+    {"interpreter_state.gil_runtime_state_locked", 13},
+    {"interpreter_state.gil_runtime_state_holder", 13},
+    {"interpreter_state.code_object_generation", 14},
+    {"interpreter_state.tlbc_generation", 14},
+    {"thread_state.size", 13},
+    {"thread_state.prev", 13},
+    {"thread_state.next", 13},
+    {"thread_state.interp", 13},
+    {"thread_state.current_frame", 13},
+    {"thread_state.base_frame", 15},
+    {"thread_state.last_profiled_frame", 15},
+    {"thread_state.last_profiled_frame_seq", 15},
+    {"thread_state.thread_id", 13},
+    {"thread_state.native_thread_id", 13},
+    {"thread_state.datastack_chunk", 13},
+    {"thread_state.status", 13},
+    {"thread_state.holds_gil", 15},
+    {"thread_state.gil_requested", 15},
+    {"thread_state.current_exception", 15},
+    {"thread_state.exc_state", 15},
+    {"err_stackitem.exc_value", 15},
+    {"interpreter_frame.size", 13},
+    {"interpreter_frame.previous", 13},
+    {"interpreter_frame.executable", 13},
+    {"interpreter_frame.instr_ptr", 13},
+    {"interpreter_frame.localsplus", 13},
+    {"interpreter_frame.owner", 13},
+    {"interpreter_frame.stackpointer", 14},
+    {"interpreter_frame.tlbc_index", 14},
+    {"code_object.size", 13},
+    {"code_object.filename", 13},
+    {"code_object.name", 13},
+    {"code_object.qualname", 13},
+    {"code_object.linetable", 13},
+    {"code_object.firstlineno", 13},
+    {"code_object.argcount", 13},
+    {"code_object.localsplusnames", 13},
+    {"code_object.localspluskinds", 13},
+    {"code_object.co_code_adaptive", 13},
+    {"code_object.co_tlbc", 14},
+    {"pyobject.size", 13},
+    {"pyobject.ob_type", 13},
+    {"type_object.size", 13},
+    {"type_object.tp_name", 13},
+    {"type_object.tp_repr", 13},
+    {"type_object.tp_flags", 13},
+    {"type_object.tp_basicsize", 15},
+    {"type_object.tp_dictoffset", 15},
+    {"heap_type_object.size", 15},
+    {"heap_type_object.ht_cached_keys", 15},
+    {"tuple_object.size", 13},
+    {"tuple_object.ob_item", 13},
+    {"tuple_object.ob_size", 13},
+    {"list_object.size", 13},
+    {"list_object.ob_item", 13},
+    {"list_object.ob_size", 13},
+    {"set_object.size", 14},
+    {"set_object.used", 14},
+    {"set_object.table", 14},
+    {"set_object.mask", 14},
+    {"dict_object.size", 13},
+    {"dict_object.ma_keys", 13},
+    {"dict_object.ma_values", 13},
+    {"float_object.size", 13},
+    {"float_object.ob_fval", 13},
+    {"long_object.size", 13},
+    {"long_object.lv_tag", 13},
+    {"long_object.ob_digit", 13},
+    {"bytes_object.size", 13},
+    {"bytes_object.ob_size", 13},
+    {"bytes_object.ob_sval", 13},
+    {"unicode_object.size", 13},
+    {"unicode_object.state", 13},
+    {"unicode_object.length", 13},
+    {"unicode_object.asciiobject_size", 13},
+    {"unicode_object.compactunicodeobject_size", 15},
 };
 
-// 3.14 added threads_main, code_object_generation and tlbc_generation to
-// interpreter_state, stackpointer and tlbc_index to interpreter_frame, co_tlbc
-// to code_object, and the set_object group.
-constexpr const char* kMembers314[] = {
-    "version",
-    "free_threaded",
-    "runtime_state.size",
-    "runtime_state.finalizing",
-    "runtime_state.interpreters_head",
-    "interpreter_state.size",
-    "interpreter_state.id",
-    "interpreter_state.next",
-    "interpreter_state.threads_head",
-    "interpreter_state.threads_main",
-    "interpreter_state.gc",
-    "interpreter_state.imports_modules",
-    "interpreter_state.sysdict",
-    "interpreter_state.builtins",
-    "interpreter_state.ceval_gil",
-    "interpreter_state.gil_runtime_state",
-    "interpreter_state.gil_runtime_state_enabled",
-    "interpreter_state.gil_runtime_state_locked",
-    "interpreter_state.gil_runtime_state_holder",
-    "interpreter_state.code_object_generation",
-    "interpreter_state.tlbc_generation",
-    "thread_state.size",
-    "thread_state.prev",
-    "thread_state.next",
-    "thread_state.interp",
-    "thread_state.current_frame",
-    "thread_state.thread_id",
-    "thread_state.native_thread_id",
-    "thread_state.datastack_chunk",
-    "thread_state.status",
-    "interpreter_frame.size",
-    "interpreter_frame.previous",
-    "interpreter_frame.executable",
-    "interpreter_frame.instr_ptr",
-    "interpreter_frame.localsplus",
-    "interpreter_frame.owner",
-    "interpreter_frame.stackpointer",
-    "interpreter_frame.tlbc_index",
-    "code_object.size",
-    "code_object.filename",
-    "code_object.name",
-    "code_object.qualname",
-    "code_object.linetable",
-    "code_object.firstlineno",
-    "code_object.argcount",
-    "code_object.localsplusnames",
-    "code_object.localspluskinds",
-    "code_object.co_code_adaptive",
-    "code_object.co_tlbc",
-    "pyobject.size",
-    "pyobject.ob_type",
-    "type_object.size",
-    "type_object.tp_name",
-    "type_object.tp_repr",
-    "type_object.tp_flags",
-    "tuple_object.size",
-    "tuple_object.ob_item",
-    "tuple_object.ob_size",
-    "list_object.size",
-    "list_object.ob_item",
-    "list_object.ob_size",
-    "set_object.size",
-    "set_object.used",
-    "set_object.table",
-    "set_object.mask",
-    "dict_object.size",
-    "dict_object.ma_keys",
-    "dict_object.ma_values",
-    "float_object.size",
-    "float_object.ob_fval",
-    "long_object.size",
-    "long_object.lv_tag",
-    "long_object.ob_digit",
-    "bytes_object.size",
-    "bytes_object.ob_size",
-    "bytes_object.ob_sval",
-    "unicode_object.size",
-    "unicode_object.state",
-    "unicode_object.length",
-    "unicode_object.asciiobject_size",
-};
-
-template <size_t N>
-std::vector<DebugOffsetsMember> LayoutOf(const char* const (&members)[N]) {
+// The members 3.`minor` has, at their byte positions.
+std::vector<DebugOffsetsMember> LayoutOf(int minor) {
   std::vector<DebugOffsetsMember> layout;
-  layout.reserve(N);
-  for (size_t i = 0; i < N; ++i) layout.push_back({members[i], kCookieSize + i * sizeof(uint64_t)});
+  for (const KnownMember& m : kMembers) {
+    if (m.since_minor <= minor)
+      layout.push_back({m.path, kCookieSize + layout.size() * sizeof(uint64_t)});
+  }
   return layout;
 }
 
@@ -224,12 +171,14 @@ const pyperf_offsets* Intern(const pyperf_offsets& o, const pyperf_offsets* tabl
 
 const std::vector<DebugOffsetsMember>& DebugOffsetsLayout(const PythonVersion& v) {
   static const std::vector<DebugOffsetsMember> none;
-  static const std::vector<DebugOffsetsMember> layout313 = LayoutOf(kMembers313);
-  static const std::vector<DebugOffsetsMember> layout314 = LayoutOf(kMembers314);
+  static const auto by_minor = [] {
+    std::map<int, std::vector<DebugOffsetsMember>> layouts;
+    for (int minor = kFirstMinor; minor <= kNewestMinor; ++minor) layouts[minor] = LayoutOf(minor);
+    return layouts;
+  }();
   if (v.major != 3) return none;
-  if (v.minor == 13) return layout313;
-  if (v.minor == 14) return layout314;
-  return none;
+  auto it = by_minor.find(v.minor);
+  return it == by_minor.end() ? none : it->second;
 }
 
 const std::vector<DebugOffsetsCoverage>& DebugOffsetsCoverageTable() {
@@ -344,11 +293,15 @@ Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const Debu
     }
     merged.*c.member_of_offsets = static_cast<pp_s64>(*value);
   }
-  // PyCompactUnicodeObject is a PyASCIIObject, utf8_length and utf8, then a
-  // legacy string's data pointer: derived from the published PyASCIIObject
-  // size, whatever the object header.
-  merged.compact_unicode_data = merged.string_data + 16;
-  if (static_cast<uint64_t>(merged.compact_unicode_data) + 8 > *debug.Get("unicode_object.size")) {
+  // sizeof(PyCompactUnicodeObject), where a non-ASCII compact string's
+  // characters start: published from 3.15 on; before, derived from the
+  // published PyASCIIObject size (it is a PyASCIIObject, utf8_length and utf8),
+  // whatever the object header.
+  merged.compact_unicode_data = static_cast<pp_s64>(
+      debug.Get("unicode_object.compactunicodeobject_size").value_or(merged.string_data + 16));
+  if (static_cast<uint64_t>(merged.compact_unicode_data) <=
+          static_cast<uint64_t>(merged.string_data) ||
+      static_cast<uint64_t>(merged.compact_unicode_data) + 8 > *debug.Get("unicode_object.size")) {
     return Status::Error(
         "implausible _Py_DebugOffsets: PyCompactUnicodeObject outside "
         "PyUnicodeObject");

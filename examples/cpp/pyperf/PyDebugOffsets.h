@@ -31,7 +31,7 @@ struct DebugOffsetsMember {
 
 // The members of the _Py_DebugOffsets of `v`'s minor, in declaration order,
 // up to the last one PyPerf reads; empty for a version without one (before
-// 3.13) or with one PyPerf does not know (after 3.14). Transcribed from the
+// 3.13) or with one PyPerf does not know (after 3.15). Transcribed from the
 // headers; tests/cc/test_debug_offsets.cc checks every position.
 const std::vector<DebugOffsetsMember>& DebugOffsetsLayout(const PythonVersion& v);
 
@@ -73,9 +73,9 @@ Result<DebugOffsets> ReadDebugOffsets(pid_t pid, uint64_t py_runtime,
 // `table` with every field DebugOffsetsCoverageTable() names replaced by the
 // published value. runtime_interp_main, which _Py_DebugOffsets lacks, keeps
 // the table's distance from runtime_interp_head (both live in
-// _PyRuntimeState.interpreters); sizeof(PyCompactUnicodeObject) is derived
-// from the published sizeof(PyASCIIObject). `table` must be the one for the
-// build kind `debug` states (FindOffsets' free_threaded): fails when its
+// _PyRuntimeState.interpreters); sizeof(PyCompactUnicodeObject) is the
+// published one (3.15+) or derived from the published sizeof(PyASCIIObject). `table` must be the
+// one for the build kind `debug` states (FindOffsets' free_threaded): fails when its
 // PyObject.ob_type differs from the published one, and on values outside
 // their struct.
 Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const DebugOffsets& debug);

@@ -4,7 +4,7 @@
 //
 // Verified against: 2.7.18, 3.6.15, 3.7.16, 3.8.18, 3.9.18, 3.10.13,
 // 3.11.2 (Debian) and 3.11.7 (identical), 3.12.1, 3.13.0 and 3.13.5
-// (Debian trixie), 3.14.10 (Debian sid). Within a minor the fields used here
+// (Debian trixie), 3.14.10 and 3.15.2 (Debian sid). Within a minor the fields used here
 // have not moved in any final release (public structs are ABI-frozen; the
 // internal ones we read sit before anything patch releases touched, e.g.
 // 3.7.4 grew _PyRuntimeState only after `interpreters`), so a table covers its
@@ -408,49 +408,39 @@ constexpr pyperf_offsets kPython313 = [] {
   return o;
 }();
 
+// From 3.14 on, each minor is the one before plus what it changed.
+//
 // 3.14: f_executable and localsplus hold _PyStackRef (tag bits in the low two
 // bits), interpreter entry frames get their own owner value below the C-stack
-// one, tuples grew a cached hash before ob_item.
+// one (frame_owner_shim stays 3: FRAME_OWNED_BY_INTERPRETER, where 3.13 had
+// FRAME_OWNED_BY_CSTACK; 4 is now the C-stack shim), tuples grew a cached hash
+// before ob_item.
 constexpr pyperf_offsets kPython314 = [] {
-  pyperf_offsets o{};
-  o.frame_kind = PYPERF_FRAME_INTERPRETER;
-  o.string_kind = PYPERF_STRING_UNICODE;
-  o.object_type = 8;
-  o.type_name = 24;
+  pyperf_offsets o = kPython313;
   o.tuple_items = 32;  // tuples cache their hash (ob_hash) from 3.14
-  o.var_object_size = 16;
-  o.string_data = 40;
-  o.unicode_state = 32;
-  o.unicode_length = 16;
-  o.compact_unicode_data = 56;
-  o.code_filename = 112;
-  o.code_name = 120;
-  o.code_firstlineno = 68;
-  o.code_argcount = 52;
-  o.code_varnames = 96;    // co_localsplusnames
-  o.code_linetable = 136;  // co_linetable
   o.code_code_adaptive = 208;
-  o.code_code = -1;
-  o.bytes_data = 32;
-  o.line_table_format = PYPERF_LINES_LOCATIONS;
-  o.lasti_unit = 1;
-  o.frame_back = 8;
-  o.frame_code = 0;  // f_executable, a _PyStackRef
   o.frame_localsplus = 80;
-  o.frame_lasti = -1;
-  o.frame_prev_instr = 56;  // instr_ptr
   o.frame_owner = 74;
-  o.frame_owner_shim = 3;  // FRAME_OWNED_BY_INTERPRETER; FRAME_OWNED_BY_CSTACK is 4
   o.stackref_tag_bits = 3;
-  o.tstate_frame = 72;  // ->current_frame
-  o.cframe_current_frame = -1;
-  o.tstate_next = 8;
-  o.tstate_thread_id = 152;
-  o.tstate_native_thread_id = 160;
-  o.interp_tstate_head = 7344;  // threads.head
   o.interp_next = 7272;
   o.runtime_interp_main = 816;
   o.runtime_interp_head = 808;
+  return o;
+}();
+
+// 3.15: PyThreadState grew base_frame and the last-profiled-frame fields
+// before thread_id, PyInterpreterState and _PyRuntimeState moved their lists;
+// FRAME_OWNED_BY_CSTACK is gone, so interpreter entry frames are the only
+// shims (frame_owner_shim stays 3, FRAME_OWNED_BY_INTERPRETER, now the
+// highest owner).
+constexpr pyperf_offsets kPython315 = [] {
+  pyperf_offsets o = kPython314;
+  o.tstate_thread_id = 176;
+  o.tstate_native_thread_id = 184;
+  o.interp_tstate_head = 7336;  // threads.head
+  o.interp_next = 7264;
+  o.runtime_interp_main = 944;
+  o.runtime_interp_head = 936;
   return o;
 }();
 
@@ -471,6 +461,7 @@ constexpr Layout kLayouts[] = {
     {"3.9", 3, 9, 0, kAnyMicro, &kPython39},    {"3.10", 3, 10, 0, kAnyMicro, &kPython310},
     {"3.11", 3, 11, 0, kAnyMicro, &kPython311}, {"3.12", 3, 12, 0, kAnyMicro, &kPython312},
     {"3.13", 3, 13, 0, kAnyMicro, &kPython313}, {"3.14", 3, 14, 0, kAnyMicro, &kPython314},
+    {"3.15", 3, 15, 0, kAnyMicro, &kPython315},
 };
 
 const Layout* FindLayout(const PythonVersion& v) {

@@ -1,5 +1,5 @@
 // PyOffsets: where CPython keeps what the profiler reads, one table per memory
-// layout (2.7, 3.6 .. 3.14), kept as data in PyOffsets.cc. Every value is
+// layout (2.7, 3.6 .. 3.15), kept as data in PyOffsets.cc. Every value is
 // checked against each interpreter's own headers by tests/cc/test_py_offsets.cc.
 //
 // The tables describe default (release, GIL) x86-64 builds, plus the

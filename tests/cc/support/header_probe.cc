@@ -13,7 +13,11 @@ pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& py
   const char* script =
       "import sys, sysconfig\n"
       "sys.stdout.write('%d %d %d\\n' % tuple(sys.version_info[:3]))\n"
-      "sys.stdout.write(sysconfig.get_config_var('INCLUDEPY') + '\\n')\n";
+      "sys.stdout.write(sysconfig.get_config_var('INCLUDEPY') + '\\n')\n"
+      "flags = (sysconfig.get_config_var('PY_CORE_CFLAGS') or '').split()\n"
+      "sys.stdout.write(' '.join(['defines:'] + [f for f in flags if f.startswith(('-D_Py', "
+      "'-DPy_'))\n"
+      "                                          and not f.startswith('-DPy_BUILD_CORE')]))\n";
   std::vector<std::string> argv = {python, "-c", script};
   if (root) argv.insert(argv.begin(), {"chroot", root->dir});
   auto run = RunCommand(argv);
@@ -23,9 +27,11 @@ pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& py
   }
   InterpreterHeaders info;
   std::istringstream in(run.out);
+  std::string defines_tag;
   if (!(in >> info.version.major >> info.version.minor >> info.version.micro) ||
-      !(in >> info.include_dir))
+      !(in >> info.include_dir >> defines_tag) || defines_tag != "defines:")
     return pyperf::Status::Error("unexpected version output from " + python + ": " + run.out);
+  for (std::string define; in >> define;) info.core_defines.push_back(define);
   if (root) {
     info.include_dir = root->dir + info.include_dir;
     info.sysroot = root->dir;
@@ -44,6 +50,7 @@ pyperf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers
     return pyperf::Status::Error("cannot write " + source_path);
   }
   std::vector<std::string> cc = {"cc", "-I" + headers.include_dir};
+  cc.insert(cc.end(), headers.core_defines.begin(), headers.core_defines.end());
   // Debian's pyconfig.h includes <x86_64-linux-gnu/pythonX.Y/pyconfig.h>:
   // look for it in the root, after the host's own headers (libc stays the host's).
   if (!headers.sysroot.empty())

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "PythonVersion.h"
 #include "status.h"
@@ -16,10 +17,15 @@ struct InterpreterHeaders {
   pyperf::PythonVersion version;
   std::string include_dir;  // INCLUDEPY, as the host sees it
   std::string sysroot;      // "" or the root whose /usr/include completes them
+  // The CPython configuration macros its core was compiled with that no
+  // header records (-D_Py_TIER2=3 -D_Py_JIT for a JIT build: they add
+  // interpreter and thread-state fields), from sysconfig's PY_CORE_CFLAGS.
+  std::vector<std::string> core_defines;
 };
 
-// Asks `python` for its exact version and header directory; with `root`,
-// `python` is a path inside the root and runs chrooted there. Works on 2.7.
+// Asks `python` for its exact version, header directory and core macros;
+// with `root`, `python` is a path inside the root and runs chrooted there.
+// Works on 2.7.
 pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& python,
                                                            const PythonRoot* root = nullptr);
 

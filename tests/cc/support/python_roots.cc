@@ -29,38 +29,53 @@ int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
 
 }  // namespace
 
-std::optional<PythonRoot> EnsurePythonRoot(const std::string& suite, std::string* why) {
+std::optional<PythonRoot> EnsurePythonRoot(const std::string& spec, std::string* why) {
   static std::mutex mu;
   static std::map<std::string, std::pair<std::optional<PythonRoot>, std::string>> done;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = done.find(suite); it != done.end()) {
+  if (auto it = done.find(spec); it != done.end()) {
     *why = it->second.second;
     return it->second.first;
   }
   auto remember = [&](std::optional<PythonRoot> root, std::string reason) {
-    done[suite] = {root, reason};
+    done[spec] = {root, reason};
     *why = reason;
     return root;
   };
-  // "SUITE PYTHON ROOT" for the suite, without building anything.
+  size_t slash = spec.find('/');
+  const std::string suite = spec.substr(0, slash);
+  const std::string wanted = slash == std::string::npos ? "" : spec.substr(slash + 1);
+  // "SUITE PYTHON ROOT" per interpreter of the suite, its default first,
+  // without building anything.
   auto listed = RunCommand({"bash", ScriptPath(), "--print", suite});
-  PythonRoot root;
-  std::string python_name;
-  std::istringstream in(listed.out);
-  if (listed.exit_code != 0 || !(in >> root.suite >> python_name >> root.dir))
+  if (listed.exit_code != 0)
     return remember(std::nullopt,
                     "scripts/python-roots.sh --print " + suite + " failed: " + listed.err);
-  root.python = "/usr/bin/" + python_name;
-  root.minor = python_name.substr(std::string("python").size());
+  std::optional<PythonRoot> chosen;
+  std::istringstream lines(listed.out);
+  for (std::string line; std::getline(lines, line);) {
+    PythonRoot root;
+    std::string python_name;
+    if (!(std::istringstream(line) >> root.suite >> python_name >> root.dir)) continue;
+    if (!wanted.empty() && python_name != wanted) continue;
+    root.python = "/usr/bin/" + python_name;
+    root.minor = python_name.substr(std::string("python").size());
+    chosen = root;
+    break;
+  }
+  if (!chosen)
+    return remember(std::nullopt, "scripts/python-roots.sh installs no " +
+                                      (wanted.empty() ? std::string("interpreter") : wanted) +
+                                      " in the " + suite + " root");
   // Building takes a minute or two the first time; then it only checks the stamp.
   auto built = RunCommand({"bash", ScriptPath(), suite}, std::chrono::minutes(15));
   if (built.exit_code != 0) {
     return remember(std::nullopt, "scripts/python-roots.sh " + suite + " exited with " +
                                       std::to_string(built.exit_code) + ": " + built.err);
   }
-  if (!FileExists(root.dir + root.python))
-    return remember(std::nullopt, "no " + root.python + " in " + root.dir);
-  return remember(root, "");
+  if (!FileExists(chosen->dir + chosen->python))
+    return remember(std::nullopt, "no " + chosen->python + " in " + chosen->dir);
+  return remember(chosen, "");
 }
 
 std::optional<std::string> FreeThreadedPython(std::string* why) {

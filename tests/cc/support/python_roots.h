@@ -1,6 +1,7 @@
 // Newer CPythons for the tests, never installed on the host: Debian roots
 // built by scripts/python-roots.sh (trixie with python3.13, sid with
-// python3.14, in $PYPERF_ROOTS_DIR, default /var/cache/bcc-pyperf/roots),
+// python3.14 and python3.15, in $PYPERF_ROOTS_DIR, default
+// /var/cache/bcc-pyperf/roots),
 // and how to run a program inside one as a container would: its own PID and
 // mount namespaces, chrooted (`unshare --pid --mount --fork chroot ROOT ...`).
 #pragma once
@@ -20,11 +21,13 @@ struct PythonRoot {
   std::string dir;     // the root on the host
 };
 
-// The root of `suite`, built by scripts/python-roots.sh the first time it is
+// The root `spec` names, built by scripts/python-roots.sh the first time it is
 // asked for (once per test process; the script itself is idempotent, caches
-// the root and serialises concurrent callers). nullopt with *why set when the
-// root cannot be had (not root, no debootstrap, no mirror).
-std::optional<PythonRoot> EnsurePythonRoot(const std::string& suite, std::string* why);
+// the root and serialises concurrent callers): "SUITE" for the suite's default
+// interpreter ("sid": python3.14), "SUITE/PYTHON" for another one the script
+// installs there ("sid/python3.15"). nullopt with *why set when the root cannot
+// be had (not root, no debootstrap, no mirror) or does not hold that interpreter.
+std::optional<PythonRoot> EnsurePythonRoot(const std::string& spec, std::string* why);
 
 // The free-threaded CPython 3.13t scripts/free-threaded-python.sh builds (the
 // test command's setup runs it; tests only look): its path, or nullopt with

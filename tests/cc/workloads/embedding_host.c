@@ -1,10 +1,11 @@
 // A program that embeds CPython from a shared libpython named on its command
 // line: `embedding_host LIBPYTHON [python arguments...]` loads LIBPYTHON and
 // runs it as the `python` command would (Py_BytesMain). test_e2e_versions
-// runs it inside Debian sid's root with sid's own libpython3.14.so.1.0, the
-// only shared 3.14 this machine has: Debian's python3.14 executable holds its
-// interpreter, so without a host the shared-library layout of 3.14 (its
-// _PyRuntime and eval loop in a .so) is never profiled. The library is opened
+// runs it inside Debian sid's root with sid's own libpython3.14.so.1.0 and
+// libpython3.15.so.1.0, the only shared 3.14 and 3.15 this machine has:
+// Debian's python3.X executables hold their interpreter, so without a host the
+// shared-library layout of those versions (_PyRuntime and the eval loop in a
+// .so) is never profiled. The library is opened
 // at run time, as uWSGI or mod_wsgi open theirs, so this program links
 // against nothing but libc and runs in any root with a newer glibc.
 #include <dlfcn.h>
