@@ -16,7 +16,7 @@
 #include <cstddef>
 
 #include "native_frame_writer.h"
-#include "native_unwinder.h"
+#include "native_unwind_types.h"
 #include "proc_name_cache.h"
 #include "process_unwind_state.h"
 

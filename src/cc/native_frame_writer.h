@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "native_unwinder.h"
+#include "native_unwind_types.h"
 
 namespace pyperf {
 

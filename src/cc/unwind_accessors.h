@@ -22,7 +22,7 @@
 #include <memory>
 
 #include "native_module.h"
-#include "native_unwinder.h"
+#include "native_unwind_types.h"
 #include "process_unwind_state.h"
 
 namespace pyperf {

@@ -1,0 +1,54 @@
+// The values one native unwind takes and gives: a sample's registers and
+// stack copy (NativeSnapshot), the frames named from it (NativeFrame, leaf
+// first) and how the unwind ended (NativeUnwindResult). NativeUnwinder
+// (native_unwinder.h) is the front; its helpers (cached_rule_walk.h,
+// unwind_accessors.h, native_frame_writer.h) take and fill these without
+// depending on it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "file_id.h"
+
+namespace pyperf {
+
+struct NativeSnapshot {
+  pid_t pid = 0;
+  uint64_t ip = 0, sp = 0, bp = 0;
+  // Copy of the target's stack: the bytes at [sp, sp + stack_len).
+  const uint8_t* stack = nullptr;
+  size_t stack_len = 0;
+  // Optional: a value that changes whenever `pid` names a different program
+  // image (PyPerf: the task's mm_struct address, read by BPF). 0 = unknown.
+  // When it differs from the last one seen for the pid, the per-process state
+  // is dropped before unwinding. A caller that gives it must ForgetProcess a
+  // pid that exits: cache_eviction then reads no /proc file for it.
+  uint64_t process_key = 0;
+};
+
+struct NativeFrame {
+  std::string name;  // the name; for a marker frame, what failed
+  // The address named: the ip for the leaf, ip-1 (inside the call) for callers.
+  uint64_t address = 0;
+  // The same address in the ELF file's own terms (what addr2line takes), 0 if
+  // no module was found.
+  uint64_t elf_address = 0;
+  bool symbolized = false;  // name is a symbol containing the address
+  bool error = false;       // a marker frame, not a real frame
+  // The mapped file the address is in (zero when unknown, e.g. anonymous
+  // memory, or not looked up: the uncached path). See DescribeFile.
+  FileId file;
+};
+
+struct NativeUnwindResult {
+  bool error = false;         // a marker frame was added
+  bool reached_stop = false;  // the last frame is in the stop set
+  bool truncated = false;     // max_depth frames were produced first
+  bool ok() const { return !error; }
+};
+
+}  // namespace pyperf
