@@ -278,21 +278,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
       };
 
-      if (event.mm != tracked.mm && event.mm != 0) {
-        if (tracked.mm == 0) {
-          tracked.mm = event.mm;
-        } else {
-          python.ForgetProcess(tracked.pid);
-          s.native->ForgetProcess(tracked.pid);
-          tracked.mm = 0;  // inspected again: the next event binds it
-          st.AddMarker(pyperf::kProcessReplaced);
-          append_native();
-          append_kernel();
-          output.Add(st.text());
-          ++all_stacks[st.text()];
-          ++printed;
-          continue;
-        }
+      if (event.replaced) {
+        python.ForgetProcess(tracked.pid);
+        s.native->ForgetProcess(tracked.pid);
+        st.AddMarker(pyperf::kProcessReplaced);
+        append_native();
+        append_kernel();
+        output.Add(st.text());
+        ++all_stacks[st.text()];
+        ++printed;
+        continue;
       }
       if (event.truncated) st.AddMarker(pyperf::kTruncatedPythonStack);
       if (event.error != PYPERF_ERROR_NONE) st.AddSampleError(event.error);

@@ -40,7 +40,7 @@ bool StartedJustNow(uint64_t start_ticks) {
 
 }  // namespace
 
-void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
+void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info, uint64_t exec_time) {
   auto reject = [&](const std::string& why) {
     rejected_[{info.pid, info.start_time}] = Rejection{ExePath(info.pid), 0};
     std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
@@ -85,6 +85,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   }
   // PyCode_Type lets the BPF walker skip anything that is not a code object.
   if (info.symbols.py_code_type) proc.code_type = *info.symbols.py_code_type;
+  proc.exec_time = exec_time;
 
   auto layout_it = layouts_.find(offsets);
   if (layout_it == layouts_.end()) {
@@ -109,6 +110,7 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info) {
   TrackedProcess& tracked = tracked_[info.pid];
   tracked.pid = info.pid;
   tracked.start_time = info.start_time;
+  tracked.exec_time = exec_time;
   tracked.version = info.version;
   tracked.offsets = offsets;
   tracked.offsets_source = resolved->source;
@@ -173,6 +175,9 @@ void PyPerfProfiler::UpdateProcesses() {
     }
     const bool just_exec = exec_seen_.erase(pid) > 0;
     if (just_exec || (!looked_before && StartedJustNow(*start))) retries = kYoungRejectionRetries;
+    // Read before the process's files: an exec from here on makes its
+    // samples `replaced`, whatever image the inspection saw.
+    const uint64_t exec_time = bpf_->ExecTime(pid);
     auto info = inspector_.Inspect(pid);
     if (!info.ok()) {
       rejected_[{pid, *start}] = Rejection{ExePath(pid), retries};
@@ -185,7 +190,7 @@ void PyPerfProfiler::UpdateProcesses() {
         Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
       continue;
     }
-    TrackProcess(*info);
+    TrackProcess(*info, exec_time);
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (alive.count(it->first)) {

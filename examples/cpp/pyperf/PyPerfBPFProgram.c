@@ -1,6 +1,7 @@
 /* PyPerf's BPF program, compiled at run time by libbcc without kernel headers
  * (src/cc/kernel_headers). PyPerfBpfShared.h is prepended by the loader.
  *
+ * On every exec of the host, on_exec notes the time in exec_times.
  * Per CPU-clock sample of a profiled process:
  *   on_sample         header, user registers, a copy of the user stack, the
  *                     kernel stack id; then tail-calls
@@ -57,6 +58,11 @@ struct pyperf_sample_state {
 };
 
 BPF_HASH(py_procs, u32, struct pyperf_proc_info, PYPERF_MAX_PROCESSES);
+/* pid -> the time (bpf_ktime_get_ns) of its last exec seen by on_exec. A pid's
+ * execs have increasing times, so an entry the LRU evicted and wrote again
+ * never equals the value user space recorded: an exec is never missed (an
+ * eviction alone reads as one exec too many, which is visible and harmless). */
+BPF_TABLE("lru_hash", u32, u64, exec_times, PYPERF_MAX_EXEC_TIMES);
 BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
 BPF_TABLE("lru_hash", u32, u64, thread_states, PYPERF_MAX_THREAD_STATES);
 BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
@@ -273,6 +279,15 @@ static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, stru
   return id;
 }
 
+/* sched_process_exec, on every exec of the host: after de_thread, so the
+ * current task is the process's leader and its tgid the process's pid. */
+int on_exec(void *ctx) {
+  u32 pid = bpf_get_current_pid_tgid() >> 32;
+  u64 now = bpf_ktime_get_ns();
+  exec_times.update(&pid, &now);
+  return 0;
+}
+
 int on_sample(struct bpf_perf_event_data *ctx) {
   u64 pid_tgid = bpf_get_current_pid_tgid();
   u32 pid = pid_tgid >> 32;
@@ -293,6 +308,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
+  u64 *exec_time = exec_times.lookup(&pid);
+  event->replaced = (exec_time ? *exec_time : 0) != proc->exec_time;
   /* The generation is read before the id is taken, and picks the map: the
    * id is in the map of the generation the event carries. A stack whose slot
    * holds another one, or a full map, gives -EEXIST / -ENOMEM (a lost kernel
@@ -360,6 +377,10 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   }
 #endif
 
+  if (event->replaced) {
+    submit(ctx, state); /* another program's memory: its Python frames are not walked */
+    return 0;
+  }
   continue_with(ctx, state, PROG_FIND_THREAD_STATE);
   return 0;
 }

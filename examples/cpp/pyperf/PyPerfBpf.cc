@@ -97,6 +97,15 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
   int main_fd = -1;
   Status loaded = LoadBpfFunction(*self->bpf_, "on_sample", BPF_PROG_TYPE_PERF_EVENT, &main_fd);
   if (!loaded.ok()) return loaded;
+  // Execs are watched from now on, before any process is inspected: an exec
+  // between an inspection and the process's first sample is seen too.
+  int exec_fd = -1;
+  loaded = LoadBpfFunction(*self->bpf_, "on_exec", BPF_PROG_TYPE_RAW_TRACEPOINT, &exec_fd);
+  if (!loaded.ok()) return loaded;
+  auto exec_attached = self->bpf_->attach_raw_tracepoint("sched_process_exec", "on_exec");
+  if (!exec_attached.ok())
+    return Status::Error("cannot attach to the sched_process_exec tracepoint: " +
+                         exec_attached.msg());
   return self;
 }
 
@@ -168,6 +177,13 @@ Status PyPerfBpf::AddProcess(pid_t pid, const pyperf_proc_info& info) {
   auto st = table.update_value(static_cast<uint32_t>(pid), info);
   if (!st.ok()) return Status::Error("cannot add process " + std::to_string(pid) + ": " + st.msg());
   return Status::Ok();
+}
+
+uint64_t PyPerfBpf::ExecTime(pid_t pid) {
+  auto table = bpf_->get_hash_table<uint32_t, uint64_t>("exec_times");
+  uint64_t time = 0;
+  if (!table.get_value(static_cast<uint32_t>(pid), time).ok()) return 0;
+  return time;
 }
 
 void PyPerfBpf::RemoveProcess(pid_t pid) {

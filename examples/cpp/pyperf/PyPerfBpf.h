@@ -1,9 +1,9 @@
 // PyPerfBpf: owns PyPerf's loaded BPF program (PyPerfBPFProgram.c) and its
 // maps: compiles it headerlessly with the run's parameters, wires the tail
 // calls, samples its own thread with the program's kernel-offset check,
-// attaches it to the CPU-clock event on every CPU, and gives typed access to
-// the maps user space fills (kernel offsets, processes, offset tables) and
-// reads (events, symbols, kernel stacks).
+// watches every exec, attaches it to the CPU-clock event on every CPU, and
+// gives typed access to the maps user space fills (kernel offsets, processes,
+// offset tables) and reads (events, exec times, symbols, kernel stacks).
 #pragma once
 
 #include <bcc/BPF.h>
@@ -69,6 +69,10 @@ class PyPerfBpf {
   Status SetKernelOffsets(const pyperf_kernel_offsets& offsets);
 
   Status SetLayout(uint32_t index, const pyperf_offsets& offsets);
+  // When `pid` last exec'd since the program was loaded (0: not seen, or
+  // forgotten by the LRU): read before a process is inspected, and stored in
+  // its pyperf_proc_info, so its samples say whether they come from a later exec.
+  uint64_t ExecTime(pid_t pid);
   Status AddProcess(pid_t pid, const pyperf_proc_info& info);
   void RemoveProcess(pid_t pid);
 

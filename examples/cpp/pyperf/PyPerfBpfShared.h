@@ -95,10 +95,11 @@ struct pyperf_offsets {
 };
 
 /* Upper bounds shared by both sides. */
-#define PYPERF_MAX_LAYOUTS 16 /* offset tables loaded into py_offsets */
+#define PYPERF_MAX_LAYOUTS 16          /* offset tables loaded into py_offsets */
 #define PYPERF_MAX_PROCESSES 4096      /* py_procs: processes profiled at once */
 #define PYPERF_MAX_THREAD_STATES 16384 /* thread_states: tids whose state is cached (LRU) */
-#define PYPERF_MAX_FRAMES 128 /* Python frames per sample (power of two) */
+#define PYPERF_MAX_EXEC_TIMES 32768    /* exec_times: pids whose last exec is known (LRU) */
+#define PYPERF_MAX_FRAMES 128          /* Python frames per sample (power of two) */
 #define PYPERF_CLASS_LEN 32
 #define PYPERF_FUNCTION_LEN 64
 #define PYPERF_FILE_LEN 256
@@ -107,7 +108,11 @@ struct pyperf_offsets {
 struct pyperf_proc_info {
   pp_u64 interp_addr; /* address holding the PyInterpreterState* whose threads are walked */
   pp_u64 code_type;   /* address of PyCode_Type: frames whose code is of another type are skipped */
-  pp_u32 layout;      /* index into py_offsets */
+  /* exec_times[pid] when user space began inspecting the process (0: none
+   * known): a sample that finds another value comes from a later exec, whose
+   * memory this entry does not describe. */
+  pp_u64 exec_time;
+  pp_u32 layout; /* index into py_offsets */
   pp_u32 pad;
 };
 
@@ -180,7 +185,8 @@ struct pyperf_event {
   pp_u32 pid;
   pp_u32 tid;
   char comm[16];
-  pp_s32 kernel_stack_id; /* in its generation's kernel stacks map; negative: none (-EFAULT) or lost */
+  pp_s32
+      kernel_stack_id; /* in its generation's kernel stacks map; negative: none (-EFAULT) or lost */
   pp_u32 frame_count;
   pp_u8 error;
   pp_u8 truncated;
@@ -200,7 +206,10 @@ struct pyperf_event {
   pp_u64 mm;
   pp_u64 user_stack_start;
   pp_u32 user_stack_len;
-  pp_u32 pad2;
+  /* The process exec'd since user space inspected it: no Python frames were
+   * walked (its entry describes the image before), native and kernel ones were. */
+  pp_u8 replaced;
+  pp_u8 pad2[3];
   struct pyperf_frame frames[PYPERF_MAX_FRAMES];
   pp_u8 user_stack[];
 };

@@ -269,24 +269,20 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   if (it == tracked_.end()) return;  // dropped since the event was sent
   StackText& s = scratch_;
   s.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
-  TrackedProcess& tracked = it->second;
-  if (event.mm != tracked.mm && event.mm != 0) {
-    if (tracked.mm == 0) {
-      tracked.mm = event.mm;  // the image PyPerf inspected: bound at its first sample
-    } else {
-      // An exec since PyPerf read the process's offsets: the Python frames
-      // were walked with another program's layout. Not one is printed; the
-      // process is inspected again at the end of the round.
-      ForgetProcess(static_cast<pid_t>(event.pid));  // native state too: read anew
-      exec_seen_.insert(static_cast<pid_t>(event.pid));
-      rescan_soon_ = true;
-      ++counters_.replaced;
-      s.AddMarker(kProcessReplaced);
-      AppendNativeFrames(event, size, &s);
-      AppendKernelFrames(event, &s);
-      output_->Add(s.text());
-      return;
-    }
+  if (event.replaced) {
+    // An exec since PyPerf inspected the process (the BPF program compared
+    // its exec time with the one read before the inspection): no Python
+    // frame was walked. The process is inspected again at the end of the
+    // round, and its native state is read anew.
+    ForgetProcess(static_cast<pid_t>(event.pid));
+    exec_seen_.insert(static_cast<pid_t>(event.pid));
+    rescan_soon_ = true;
+    ++counters_.replaced;
+    s.AddMarker(kProcessReplaced);
+    AppendNativeFrames(event, size, &s);
+    AppendKernelFrames(event, &s);
+    output_->Add(s.text());
+    return;
   }
   if (event.truncated) {
     s.AddMarker(kTruncatedPythonStack);

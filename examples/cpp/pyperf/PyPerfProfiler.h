@@ -55,7 +55,7 @@ struct IntervalCounters {
   // thread, or one not yet or no longer known to the interpreter): they carry
   // no Python frames, and this says so.
   uint64_t no_thread_state = 0;
-  // Samples of a process that exec'd since PyPerf read its offsets: printed
+  // Samples of a process that exec'd since PyPerf inspected it: printed
   // with "[Process Replaced]_[pe]" and no Python frames.
   uint64_t replaced = 0;
 };
@@ -82,7 +82,9 @@ class PyPerfProfiler {
   void ForgetProcess(pid_t pid);
   // True once kStopGrace has passed since OnEvent first saw the stop request.
   bool StopGraceOver();
-  void TrackProcess(const PythonProcessInfo& info);
+  // Profiles an inspected process; `exec_time` is its PyPerfBpf::ExecTime,
+  // read before the inspection began.
+  void TrackProcess(const PythonProcessInfo& info, uint64_t exec_time);
   void OnEvent(const pyperf_event& event, size_t size);
   void AppendKernelFrames(const pyperf_event& event, StackText* stack);
   // Starts a new generation of kernel stack ids, in the map the generation

@@ -19,9 +19,9 @@ namespace pyperf {
 struct TrackedProcess {
   pid_t pid = 0;
   uint64_t start_time = 0;  // with pid, names the process (pids are reused)
-  // The task's mm_struct at its first sample (pyperf_event.mm; 0 until then or
-  // without BTF): a sample with another one comes from a later exec.
-  uint64_t mm = 0;
+  // Its last exec seen before it was inspected (PyPerfBpf::ExecTime; 0 for
+  // none): the BPF program marks samples of a later exec (pyperf_event.replaced).
+  uint64_t exec_time = 0;
   PythonVersion version;
   const pyperf_offsets* offsets = nullptr;  // valid for the life of the program
   std::string offsets_source;               // for logs: "table 3.12", "_Py_DebugOffsets + ..."
