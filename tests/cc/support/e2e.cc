@@ -201,14 +201,25 @@ std::string FindInPath(const std::string& program) {
   return "";
 }
 
-uint64_t CpuTicks(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+// utime + stime from a /proc stat file (a process's or a thread's).
+uint64_t CpuTicksIn(const std::string& stat_path) {
+  std::string stat = ReadFile(stat_path);
   unsigned long long utime = 0, stime = 0;
   size_t paren = stat.rfind(')');  // the comm may hold spaces and parentheses
   if (paren != std::string::npos)
     std::sscanf(stat.c_str() + paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
                 &utime, &stime);
   return utime + stime;
+}
+
+}  // namespace
+
+uint64_t CpuTicks(pid_t pid) { return CpuTicksIn("/proc/" + std::to_string(pid) + "/stat"); }
+
+uint64_t ThreadCpuTicks(pid_t pid, pid_t tid) {
+  return CpuTicksIn("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
 }
 
 std::vector<std::string> DumpLines(const ChildProcess& pyperf) {

@@ -148,6 +148,8 @@ void ExpectFewErrorMarkers(const std::vector<CollapsedLine>& lines, double max_p
 // (sysconf(_SC_CLK_TCK) a second); 0 if it is gone. Tests wait on it for a
 // workload to have run, however busy the machine.
 uint64_t CpuTicks(pid_t pid);
+// The same for thread `tid` of process `pid`.
+uint64_t ThreadCpuTicks(pid_t pid, pid_t tid);
 // Waits until process `pid` has used `cpu` more CPU time than now (true), or
 // `timeout` passes (false): "the workload has run", on a machine
 // however busy.
