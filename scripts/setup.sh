@@ -14,7 +14,7 @@ PACKAGES=(
   binutils         # addr2line, readelf, objcopy: tests check native frame addresses
   xz-utils         # the .gnu_debugdata fixture
   git              # the package test copies the tracked tree
-  util-linux       # setpriv: the unprivileged-run test
+  util-linux       # setpriv (the unprivileged-run test), nsenter (the profiling.sampling oracle)
   procps
   strace           # the read-only test traces PyPerf's system calls
   python3          # /usr/bin/python3 runs the gProfiler protocol harness
