@@ -1,26 +1,58 @@
 #!/usr/bin/env python3
-"""PyPerf's cost per sample beside Austin's, on one workload, in one run.
+"""PyPerf's cost per sample beside another profiler's, on one workload, in one run.
 
-The workload is N CPython 3.13 processes running `while 1: pass`, started in
-the Debian trixie root that the tests build (scripts/python-roots.sh; the root
-also holds Debian's `austin`). One after another, each profiler samples them
-for D seconds at F Hz:
+The workload is N CPython processes running `while 1: pass`, started in a
+Debian root that the tests build (scripts/python-roots.sh), in the host's pid
+namespace. --python chooses the interpreter, its root and the peer profiler:
 
-  python-only    PyPerf --user-stacks-pages 0
-  native-cache   PyPerf with native stacks, symbol cache on (the default)
-  native-nocache PyPerf with native stacks, --native-cache off
-  austin         Austin (Python stacks only, reads the processes from user space)
+  --python 3.13  (the default) Debian trixie's python3.13, beside Austin 3.7
+                 (Debian's `austin`, in the same root)
+  --python 3.15  Debian sid's python3.15, beside CPython 3.15's own sampler
+                 `python3.15 -m profiling.sampling` ("Tachyon"); Austin 3.7
+                 reads no 3.15 process (it finds the version, then no samples)
+
+One after another, each profiler samples the same processes for D seconds at
+F Hz:
+
+  python-only        PyPerf --user-stacks-pages 0
+  native-cache       PyPerf with native stacks, symbol cache on (the default)
+  native-nocache     PyPerf with native stacks, --native-cache off
+  austin             (3.13) Austin -C -s: Python stacks only, from user space,
+                     one Austin following the workload's parent and its children
+  profiling.sampling (3.15) Tachyon: Python stacks only, from user space. It
+                     attaches to one process, so N of them run at once, one per
+                     workload process, each chrooted in the root:
+                       python3.15 -m profiling.sampling attach -r F -a
+                         --mode cpu --collapsed -o FILE PID
+                     (--mode cpu records a thread only in state R, running or
+                     runnable, as Austin's -s does: the nearest either comes to
+                     PyPerf, which samples CPU time; -a all threads, as the
+                     others). Their CPU and samples are summed.
 
 and the table gives, per profiler: its CPU time (utime + stime) per sample in
-microseconds, counted from "Ready to profile" (PyPerf) or over its whole run
-(Austin, whose attach costs next to nothing); that CPU as a share of one core; samples taken and
-lost; for PyPerf the wall and CPU time to "Ready to profile". Prints figures;
+microseconds, counted from "Ready to profile" (PyPerf) or over its whole run,
+start-up included (Austin and profiling.sampling, read from /proc/PID/stat just
+before SIGINT); that CPU as a share of one core; samples taken (PyPerf's count;
+Austin's stack lines; the counts in profiling.sampling's collapsed files) and
+lost (PyPerf's dropped events; profiling.sampling's reads that recorded no
+stack: its "Captured" count less its recorded ones); for PyPerf the wall and
+CPU time to "Ready to profile", and for profiling.sampling those of the same N
+commands run at once with -d 0 beforehand (start, attach, write an empty
+profile, exit: wall until the last ends, CPU summed); and the time from the
+stop signal to the last exit (PyPerf, profiling.sampling). Prints figures;
 never fails on timing.
 
-  bench/overhead.py [--pyperf build/examples/cpp/pyperf/PyPerf] [--processes 10]
-      [--seconds 30] [--frequency 99] [--modes python-only,native-cache,native-nocache,austin]
+PyPerf samples CPU time (F per CPU-second the workload uses); Austin and
+profiling.sampling read every thread in state R each interval, so N busy
+processes give up to N x F x D samples however few the CPUs: compare cost per
+sample, not sample counts.
+
+  bench/overhead.py [--pyperf build/examples/cpp/pyperf/PyPerf] [--python 3.13|3.15]
+      [--root DIR] [--processes 10] [--seconds 30] [--frequency 99]
+      [--modes python-only,native-cache,native-nocache,austin|profiling.sampling]
       [--repeats 1] [--perf-record MODE]
 
+--root overrides the root --python chooses (/var/cache/bcc-pyperf/roots/SUITE).
 --perf-record MODE records PyPerf's own CPU in that mode with `perf record -g`
 (Debian's linux-perf) and prints the top of `perf report` after the table.
 """
@@ -28,6 +60,7 @@ import argparse
 import ctypes
 import os
 import re
+import resource
 import selectors
 import shutil
 import signal
@@ -41,7 +74,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, ".."))
 DEFAULT_PYPERF = os.path.join(REPO, "build", "examples", "cpp", "pyperf", "PyPerf")
 READY = "Ready to profile"
-MODES = ("python-only", "native-cache", "native-nocache", "austin")
+PYPERF_MODES = ("python-only", "native-cache", "native-nocache")
+TACHYON = "profiling.sampling"
+ROOTS = "/var/cache/bcc-pyperf/roots"
+# --python: the root (a suite of scripts/python-roots.sh) and the peer profiler
+# that reads that interpreter's processes.
+PYTHONS = {"3.13": {"suite": "trixie", "peer": "austin"},
+           "3.15": {"suite": "sid", "peer": TACHYON}}
+MODES = PYPERF_MODES + tuple(p["peer"] for p in PYTHONS.values())
 
 # The workload's parent: starts N children that spin, waits for a signal.
 SPAWNER = r"""
@@ -70,6 +110,15 @@ for k in kids:
 def die_with_parent():
     """Child setup: SIGKILL when the bench dies, so nothing it starts outlives it."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def stops_on_sigint():
+    """Child setup for a profiler that SIGINT stops (it writes its samples out
+    and ends): as die_with_parent, and SIGINT handled by default even where the
+    bench was started with it ignored (a background job of a shell without job
+    control), which the child would inherit."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cpu_seconds(pid):
@@ -207,7 +256,7 @@ def run_austin(root, parent, seconds, frequency):
     austin = None
     with open(out_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+                                stdin=subprocess.DEVNULL, preexec_fn=stops_on_sigint)
     try:
         austin = after_chroot(proc.pid)
         if austin is None:
@@ -229,31 +278,134 @@ def run_austin(root, parent, seconds, frequency):
             "ready_cpu": None, "exit": None, "report": None}
 
 
+def stop_all(procs, sig, seconds):
+    """Send sig to each process still running, wait up to `seconds` in all for
+    them to end, SIGKILL and reap the rest."""
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                proc.send_signal(sig)
+            except OSError:
+                pass
+    deadline = time.monotonic() + seconds
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_tachyon(root, python, pids, seconds, frequency):
+    """CPython's own sampler, one `profiling.sampling attach` per workload
+    process, all at once, chrooted in the root so that the paths in the
+    processes' maps are its own. First the same commands with -d 0 (start,
+    attach, an empty profile, exit) for its start-up figures; then the run:
+    CPU summed over each one's whole run up to SIGINT, on which it stops
+    sampling and writes its collapsed profile (the samples, summed)."""
+    out_dir = tempfile.mkdtemp(prefix="tachyon-overhead-", dir=os.path.join(root, "tmp"))
+    out_in_root = "/" + os.path.relpath(out_dir, root)
+
+    def command(pid, name, extra):
+        return in_root(root, [python, "-m", "profiling.sampling", "attach",
+                              "-r", str(frequency), "-a", "--mode", "cpu", "--collapsed",
+                              "-o", "%s/%s.%d.col" % (out_in_root, name, pid)]
+                       + extra + [str(pid)])
+
+    def start(name, extra):
+        procs = []
+        for pid in pids:
+            with open(os.path.join(out_dir, "%s.%d.log" % (name, pid)), "wb") as log:
+                procs.append(subprocess.Popen(command(pid, name, extra), stdout=log,
+                                              stderr=subprocess.STDOUT,
+                                              stdin=subprocess.DEVNULL,
+                                              preexec_fn=stops_on_sigint))
+        return procs
+
+    def log(name, pid):
+        with open(os.path.join(out_dir, "%s.%d.log" % (name, pid)), "rb") as f:
+            return f.read().decode("utf-8", "replace").strip()
+
+    procs = []
+    try:
+        # Start-up: chroot execs python, so these are the children that the
+        # RUSAGE_CHILDREN difference counts, and nothing else ends meanwhile.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        procs = start("ready", ["-d", "0"])
+        for proc in procs:
+            proc.wait(timeout=120)
+        ready_wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ready_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        for pid, proc in zip(pids, procs):
+            if proc.returncode != 0:
+                raise RuntimeError("profiling.sampling -d 0 on %d failed: %s"
+                                   % (pid, log("ready", pid).replace("\n", " | ")))
+
+        procs = start("run", [])
+        tachyons = [after_chroot(proc.pid) for proc in procs]
+        if None in tachyons:
+            raise RuntimeError("profiling.sampling did not start")
+        time.sleep(seconds)
+        cpu = sum(cpu_seconds(t) for t in tachyons)
+        stop = time.monotonic()
+        stop_all(procs, signal.SIGINT, 60)  # each writes its profile and ends
+        exit_s = time.monotonic() - stop
+
+        samples = captured = 0
+        for pid in pids:
+            text = log("run", pid)
+            found = re.search(r"Captured ([0-9.,]+) samples?", text)
+            path = os.path.join(out_dir, "run.%d.col" % pid)
+            if not found or not os.path.exists(path):
+                raise RuntimeError("profiling.sampling on %d wrote no profile: %s"
+                                   % (pid, text.replace("\n", " | ")))
+            captured += int(re.sub(r"[^0-9]", "", found.group(1)))
+            with open(path, "rb") as f:  # "tid:T;frame;frame COUNT" lines
+                samples += sum(int(line.rsplit(b" ", 1)[1]) for line in f if line.strip())
+    finally:
+        stop_all(procs, signal.SIGINT, 30)
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return {"cpu": cpu, "samples": float(samples), "lost": float(captured - samples),
+            "ready_wall": ready_wall, "ready_cpu": ready_cpu, "exit": exit_s, "report": None}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pyperf", default=os.path.normpath(DEFAULT_PYPERF))
-    ap.add_argument("--root", default="/var/cache/bcc-pyperf/roots/trixie")
+    ap.add_argument("--python", choices=sorted(PYTHONS), default="3.13")
+    ap.add_argument("--root", help="default: %s/SUITE, SUITE as --python chooses" % ROOTS)
     ap.add_argument("--processes", type=int, default=10)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--frequency", type=int, default=99)
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", help="default: PyPerf's modes and --python's peer")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--perf-record", default="", metavar="MODE")
     args = ap.parse_args()
-    modes = [m for m in args.modes.split(",") if m]
+    suite, peer = PYTHONS[args.python]["suite"], PYTHONS[args.python]["peer"]
+    root = args.root or os.path.join(ROOTS, suite)
+    modes = [m for m in (args.modes or ",".join(PYPERF_MODES + (peer,))).split(",") if m]
     for m in modes:
         if m not in MODES:
             sys.exit("overhead.py: unknown mode %r (modes: %s)" % (m, ", ".join(MODES)))
-    python = os.path.join(args.root, "usr/bin/python3.13")
-    if not os.access(python, os.X_OK):
-        sys.exit("overhead.py: no CPython 3.13 in %s: run scripts/python-roots.sh trixie" % args.root)
-    if "austin" in modes and not os.access(os.path.join(args.root, "usr/bin/austin"), os.X_OK):
-        sys.exit("overhead.py: no austin in %s: run scripts/python-roots.sh trixie" % args.root)
+        if m not in PYPERF_MODES and m != peer:
+            sys.exit("overhead.py: %s reads no CPython %s process; it runs with --python %s"
+                     % (m, args.python,
+                        " or ".join(v for v in sorted(PYTHONS) if PYTHONS[v]["peer"] == m)))
+    python = "python" + args.python
+    if not os.access(os.path.join(root, "usr/bin", python), os.X_OK):
+        sys.exit("overhead.py: no CPython %s in %s: run scripts/python-roots.sh %s"
+                 % (args.python, root, suite))
+    if "austin" in modes and not os.access(os.path.join(root, "usr/bin/austin"), os.X_OK):
+        sys.exit("overhead.py: no austin in %s: run scripts/python-roots.sh %s" % (root, suite))
+    if TACHYON in modes and not os.path.isdir(
+            os.path.join(root, "usr/lib", python, "profiling/sampling")):
+        sys.exit("overhead.py: no profiling.sampling in %s's %s" % (root, python))
 
-    proc_mount = ProcMount(args.root)
-    spawner = subprocess.Popen(in_root(args.root, ["python3.13", "-c", SPAWNER,
-                                                   str(args.processes)]),
+    proc_mount = ProcMount(root)
+    spawner = subprocess.Popen(in_root(root, [python, "-c", SPAWNER, str(args.processes)]),
                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                preexec_fn=die_with_parent)
     parent = None
@@ -265,24 +417,34 @@ def main():
         time.sleep(1)
         with open("/proc/loadavg") as f:
             load = f.read().split()[0]
-        print("%d x CPython 3.13 `while 1: pass` (trixie root), %d Hz, %d s per run, "
-              "%d CPUs, load %s" % (args.processes, args.frequency, args.seconds,
-                                    os.cpu_count(), load))
-        print("%-15s %9s %8s %9s %7s %10s %10s %8s" % (
-            "profiler", "µs/sample", "% core", "samples", "lost", "ready s", "ready CPU",
+        # Austin 3.7 is the peer for 3.13 only: say so where it is missing.
+        where = os.path.basename(os.path.normpath(root)) + " root"
+        if peer != "austin":
+            where += "; Austin 3.7 reads no %s" % args.python
+        print("%d x CPython %s `while 1: pass` (%s), %d Hz, %d s per run, "
+              "%d CPUs, load %s" % (args.processes, args.python, where, args.frequency,
+                                    args.seconds, os.cpu_count(), load))
+        if TACHYON in modes:
+            print("%s: %d at once, one per process, CPU and samples summed; "
+                  "ready: the same with -d 0" % (TACHYON, args.processes))
+        width = max([15] + [len(m) for m in modes])
+        print("%-*s %9s %8s %9s %7s %10s %10s %8s" % (
+            width, "profiler", "µs/sample", "% core", "samples", "lost", "ready s", "ready CPU",
             "exit s"))
         reports = []
         for _ in range(args.repeats):
             for mode in modes:
                 if mode == "austin":
-                    r = run_austin(args.root, parent, args.seconds, args.frequency)
+                    r = run_austin(root, parent, args.seconds, args.frequency)
+                elif mode == TACHYON:
+                    r = run_tachyon(root, python, pids, args.seconds, args.frequency)
                 else:
                     r = run_pyperf(args.pyperf, mode, pids, args.seconds, args.frequency,
                                    args.perf_record)
                 us = 1e6 * r["cpu"] / r["samples"] if r["samples"] else float("nan")
                 opt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
-                print("%-15s %9.1f %8.2f %9d %7s %10s %10s %8s" % (
-                    mode, us, 100.0 * r["cpu"] / args.seconds, r["samples"],
+                print("%-*s %9.1f %8.2f %9d %7s %10s %10s %8s" % (
+                    width, mode, us, 100.0 * r["cpu"] / args.seconds, r["samples"],
                     "-" if r["lost"] != r["lost"] else "%d" % r["lost"],
                     opt(r["ready_wall"], "%.2f"), opt(r["ready_cpu"], "%.2f"),
                     opt(r["exit"], "%.2f")))
