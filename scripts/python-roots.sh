@@ -34,7 +34,6 @@ packages_for() {
   [[ -z "${EXTRA[$1]}" ]] || packages+=("${EXTRA[$1]}")
   (IFS=,; echo "${packages[*]}")
 }
-default_python() { local pythons=(${PYTHON[$1]}); echo "${pythons[0]}"; }
 
 stamp_text() { printf 'suite=%s\npackages=%s\nformat=1\n' "$1" "$(packages_for "$1")"; }
 
@@ -78,9 +77,10 @@ exec 9>"$ROOTS_DIR/.lock"
 flock 9
 
 complete() {
-  local root="$ROOTS_DIR/$1"
-  [[ -f "$root/$STAMP_NAME" ]] && [[ "$(cat "$root/$STAMP_NAME")" == "$(stamp_text "$1")" ]] &&
-    [[ -x "$root/usr/bin/$(default_python "$1")" ]]
+  local root="$ROOTS_DIR/$1" python
+  [[ -f "$root/$STAMP_NAME" ]] && [[ "$(cat "$root/$STAMP_NAME")" == "$(stamp_text "$1")" ]] ||
+    return 1
+  for python in ${PYTHON[$1]}; do [[ -x "$root/usr/bin/$python" ]] || return 1; done
 }
 
 # Nothing may still be mounted below a root we delete (a crashed run's
