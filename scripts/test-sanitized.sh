@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitized part of the test suite (scripts/test.sh runs it after the
-# normal one): builds PyPerf and the tests labelled "sanitized" (every unit
-# test and an end-to-end subset, see tests/cc/CMakeLists.txt) with
+# normal one): builds PyPerf and the tests labelled "unit" or "e2e_sanitized"
+# (every unit test and an end-to-end subset, see tests/cc/CMakeLists.txt) with
 # -DPYPERF_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer) in
 # build-asan/, runs them, and fails on any sanitizer report, whichever process
 # wrote it: the test programs themselves or the PyPerf processes they start.
@@ -38,7 +38,7 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=86"
 
 cd "$BUILD_DIR"
 status=0
-ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" -L sanitized "$@" || status=$?
+ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" -L 'unit|sanitized' "$@" || status=$?
 t_test=$(date +%s)
 
 shopt -s nullglob
