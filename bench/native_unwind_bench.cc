@@ -22,10 +22,10 @@ namespace {
 std::string g_snapshot_dir = pyperf_fixture::SnapshotDir();
 
 void UnwindSnapshot(benchmark::State& state, const std::string& name, bool cached) {
-  pyperf::NativeUnwinderOptions options;
+  ebpf::NativeUnwinderOptions options;
   options.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"};
   options.cache_enabled = cached;
-  pyperf::NativeUnwinder unwinder(options);
+  ebpf::NativeUnwinder unwinder(options);
   auto snapshot = pyperf_fixture::LoadRecorded(g_snapshot_dir + "/" + name, &unwinder);
   if (!snapshot.ok()) {
     state.SkipWithError(
@@ -33,8 +33,8 @@ void UnwindSnapshot(benchmark::State& state, const std::string& name, bool cache
             .c_str());
     return;
   }
-  pyperf::NativeSnapshot view = snapshot->View();
-  std::vector<pyperf::NativeFrame> frames;
+  ebpf::NativeSnapshot view = snapshot->View();
+  std::vector<ebpf::NativeFrame> frames;
   if (cached) {
     for (int i = 0; i < 3; ++i) unwinder.Unwind(view, &frames);  // warm the caches
   }
@@ -50,7 +50,7 @@ void UnwindSnapshot(benchmark::State& state, const std::string& name, bool cache
   // CPU seconds per frame (printed with an SI prefix: "290n" = 290 ns).
   state.counters["time/frame"] = benchmark::Counter(
       static_cast<double>(frame_count), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  pyperf::NativeUnwinderStats stats = unwinder.stats();
+  ebpf::NativeUnwinderStats stats = unwinder.stats();
   state.counters["hit_rate"] = stats.names.hit_rate();
   // Unwinds done from the cached rules alone, without libunwind.
   state.counters["fast_path"] =

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace pyperf {
+namespace ebpf {
 
 struct CacheLimits {
   size_t max_entries = 65536;
@@ -177,4 +177,4 @@ class BoundedLruCache {
   uint64_t round_ = 0;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -12,7 +12,7 @@
 #include "kernel_header_shim.h"
 #include "scoped_nonroot_euid.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 constexpr int kCapSysAdmin = 21;
@@ -104,4 +104,4 @@ Status LoadBpfFunction(ebpf::BPF& bpf, const std::string& name, int prog_type, i
   return Status::Ok();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

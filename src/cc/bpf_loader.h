@@ -11,7 +11,7 @@
 
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Ok when this process may load BPF programs and open perf events: root, or
 // CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN). Otherwise says what is missing.
@@ -37,4 +37,4 @@ Result<std::unique_ptr<ebpf::BPF>> CompileBpfProgram(const std::string& program,
 // other line it prints is passed through.
 Status LoadBpfFunction(ebpf::BPF& bpf, const std::string& name, int prog_type, int* fd);
 
-}  // namespace pyperf
+}  // namespace ebpf

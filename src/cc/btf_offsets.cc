@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 struct BtfDeleter {
@@ -116,4 +116,4 @@ Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path) {
   return offsets;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

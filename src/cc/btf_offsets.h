@@ -8,7 +8,7 @@
 
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 constexpr char kDefaultVmlinuxBtf[] = "/sys/kernel/btf/vmlinux";
 
@@ -33,4 +33,4 @@ constexpr char kKernelOffsetFlagsHint[] =
 // override flags.
 Result<KernelOffsets> ReadKernelOffsets(const std::string& btf_path = kDefaultVmlinuxBtf);
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace pyperf {
+namespace ebpf {
 
 namespace {
 
@@ -79,4 +79,4 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
   }
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -20,7 +20,7 @@
 #include "proc_name_cache.h"
 #include "process_unwind_state.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // True when the walk completed: *w holds the frames and *result says how it
 // ended. False when it gave up: *w holds partial frames, to be rewound, each
@@ -29,4 +29,4 @@ namespace pyperf {
 bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
                          size_t max_depth, FrameWriter* w, NativeUnwindResult* result);
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -2,16 +2,15 @@
 #include "debug_file.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <string_view>
 
-#include "unique_fd.h"
+#include "mapped_file.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 struct Candidate {
@@ -108,11 +107,10 @@ void ForEachDebugFile(const ElfImage& binary, const std::string& build_id,
                       const DebugFileSearch& search,
                       const std::function<bool(const std::string&, const ElfImage&)>& visit) {
   for (const Candidate& candidate : Candidates(binary, build_id, search)) {
-    // O_NONBLOCK: a candidate path may name a FIFO (MapFd then refuses
-    // anything but a regular file); opening one must not hang PyPerf.
-    UniqueFd fd(open(candidate.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    if (!fd) continue;
-    auto debug = ElfImage::MapFd(fd.get());
+    // A candidate path may name a FIFO: OpenRegularFile refuses it at once.
+    auto file = OpenRegularFile(candidate.path);
+    if (!file.ok()) continue;
+    auto debug = ElfImage::MapFd(file->fd.get());
     if (!debug.ok() || !debug->is_64bit()) continue;
     if (debug->file().SameFile(binary.file())) continue;  // the binary itself
     if (!build_id.empty()) {
@@ -154,4 +152,4 @@ uint32_t DebuglinkCrc32(uint32_t crc, const uint8_t* data, size_t len) {
   return ~crc;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -14,7 +14,7 @@
 #include "elf_image.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Where to look for a binary's debug file.
 struct DebugFileSearch {
@@ -43,4 +43,4 @@ Result<ElfImage> MiniDebugInfo(const ElfImage& binary, std::vector<uint8_t>* sto
 // CRC-32 as used by .gnu_debuglink (the zlib polynomial).
 uint32_t DebuglinkCrc32(uint32_t crc, const uint8_t* data, size_t len);
 
-}  // namespace pyperf
+}  // namespace ebpf

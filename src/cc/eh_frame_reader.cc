@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-namespace pyperf {
+namespace ebpf {
 
 namespace {
 
@@ -493,4 +493,4 @@ FrameRule EhFrameReader::RuleFor(uint64_t vaddr) const {
   return ToRule(row, fde.cie);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -21,7 +21,7 @@
 #include "frame_rule.h"
 #include "native_module.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class EhFrameReader {
  public:
@@ -48,4 +48,4 @@ class EhFrameReader {
   const UnwindTableLocation& table_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
-namespace pyperf {
+#include "elf_image_cache.h"
+
+namespace ebpf {
 namespace {
 
 std::string HexAddr(uint64_t v) {
@@ -20,13 +22,13 @@ std::string HexAddr(uint64_t v) {
 
 }  // namespace
 
-ElfFile::ElfFile(std::string path, ElfImage image)
+ElfFile::ElfFile(std::string path, std::shared_ptr<const ElfImage> image)
     : path_(std::move(path)), image_(std::move(image)) {
-  has_symtab_ = image_.FindSection(uint32_t{SHT_SYMTAB}) != nullptr;
+  has_symtab_ = image_->FindSection(uint32_t{SHT_SYMTAB}) != nullptr;
 }
 
 Result<ElfFile> ElfFile::Open(const std::string& path) {
-  auto image = ElfImage::MapFile(path);
+  auto image = ElfImageCache::Shared().GetPath(path);
   if (!image.ok()) return image.status();
   return ElfFile(path, std::move(image).value());
 }
@@ -42,12 +44,12 @@ std::vector<std::optional<ElfSymbol>> ElfFile::FindSymbols(
   // .dynsym before .symtab: the exported definition is the one other modules
   // bind to; .symtab adds the static symbols.
   for (Elf64_Word table : {SHT_DYNSYM, SHT_SYMTAB}) {
-    for (Elf_Scn* scn = elf_nextscn(image_.elf(), nullptr); scn && remaining > 0;
-         scn = elf_nextscn(image_.elf(), scn)) {
+    for (Elf_Scn* scn = elf_nextscn(image_->elf(), nullptr); scn && remaining > 0;
+         scn = elf_nextscn(image_->elf(), scn)) {
       GElf_Shdr shdr;
       if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != table || shdr.sh_entsize == 0) continue;
       Elf_Data* syms = elf_getdata(scn, nullptr);
-      Elf_Scn* str_scn = elf_getscn(image_.elf(), shdr.sh_link);
+      Elf_Scn* str_scn = elf_getscn(image_->elf(), shdr.sh_link);
       Elf_Data* strs = str_scn ? elf_getdata(str_scn, nullptr) : nullptr;
       if (!syms || !strs || !strs->d_buf) continue;
       const char* strtab = static_cast<const char*>(strs->d_buf);
@@ -76,7 +78,7 @@ std::vector<std::optional<ElfSymbol>> ElfFile::FindSymbols(
 }
 
 Status ElfFile::ReadAtVirtualAddress(uint64_t vaddr, void* out, size_t size) const {
-  for (const ElfLoadSegment& seg : image_.load_segments()) {
+  for (const ElfLoadSegment& seg : image_->load_segments()) {
     if (vaddr < seg.vaddr || vaddr - seg.vaddr > seg.memsz ||
         size > seg.memsz - (vaddr - seg.vaddr)) {
       continue;
@@ -84,7 +86,7 @@ Status ElfFile::ReadAtVirtualAddress(uint64_t vaddr, void* out, size_t size) con
     const uint64_t delta = vaddr - seg.vaddr;
     // Bytes backed by the file, then zeros for the .bss part of the segment.
     const uint64_t in_file = delta >= seg.filesz ? 0 : std::min<uint64_t>(size, seg.filesz - delta);
-    std::string_view bytes = image_.Range(seg.offset + delta, in_file);
+    std::string_view bytes = image_->Range(seg.offset + delta, in_file);
     if (bytes.size() != in_file) {
       return Status::Error(path_ + " is truncated: cannot read " + std::to_string(size) +
                            " bytes at vaddr " + HexAddr(vaddr));
@@ -100,7 +102,7 @@ Status ElfFile::ReadAtVirtualAddress(uint64_t vaddr, void* out, size_t size) con
 }
 
 std::optional<std::string> ElfFile::BuildId() const {
-  std::string id = image_.BuildId();
+  std::string id = image_->BuildId();
   if (id.empty()) return std::nullopt;
   return id;
 }
@@ -117,17 +119,17 @@ void ElfFile::ForEachReadOnlyString(const std::function<bool(const ElfString&)>&
     }
     return true;
   };
-  Elf* elf = image_.elf();
+  Elf* elf = image_->elf();
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS) continue;
     if (!(shdr.sh_flags & SHF_ALLOC) || (shdr.sh_flags & (SHF_WRITE | SHF_EXECINSTR))) continue;
-    if (!scan(image_.SectionBytes(scn), shdr.sh_addr)) return;
+    if (!scan(image_->SectionBytes(scn), shdr.sh_addr)) return;
   }
-  if (image_.has_sections()) return;
-  for (const ElfLoadSegment& seg : image_.load_segments()) {
+  if (image_->has_sections()) return;
+  for (const ElfLoadSegment& seg : image_->load_segments()) {
     if ((seg.flags & (PF_W | PF_X)) != 0) continue;
-    if (!scan(image_.Range(seg.offset, seg.filesz), seg.vaddr)) return;
+    if (!scan(image_->Range(seg.offset, seg.filesz), seg.vaddr)) return;
   }
 }
 
@@ -141,4 +143,4 @@ std::vector<ElfString> ElfFile::FindReadOnlyStrings(
   return found;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -1,4 +1,5 @@
-// ElfFile: read-only access to one ELF file by path, on its mapped ElfImage. It
+// ElfFile: read-only access to one ELF file by path, on its mapped ElfImage
+// (shared through ElfImageCache: a file is parsed once for every reader). It
 // answers the questions a profiler asks of a mapped binary: symbols by name,
 // the ELF type and PT_LOAD segments (to work out a mapping's load bias),
 // initialised bytes at a virtual address, the GNU build-id, and strings in the
@@ -18,7 +19,7 @@
 #include "elf_image.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 struct ElfSymbol {
   uint64_t value = 0;  // st_value: a link-time virtual address for data and code
@@ -36,18 +37,21 @@ struct ElfString {
 
 class ElfFile {
  public:
-  // Opens `path` (any path, e.g. /proc/PID/root/... or /proc/PID/map_files/...).
-  // Errors name the path and say whether it is missing, unreadable or not ELF.
+  // Opens `path` (any path, e.g. /proc/PID/root/... or /proc/PID/map_files/...),
+  // its image from the shared ElfImageCache. Errors name the path and say
+  // whether it is missing, unreadable or not ELF.
   static Result<ElfFile> Open(const std::string& path);
+  // Reads `image` (the file opened through `path`, as errors name it).
+  ElfFile(std::string path, std::shared_ptr<const ElfImage> image);
 
   const std::string& path() const { return path_; }
-  const ElfImage& image() const { return image_; }
+  const ElfImage& image() const { return *image_; }
 
   // e_type: ET_EXEC (fixed addresses), ET_DYN (shared object or PIE), ...
-  uint16_t type() const { return image_.type(); }
-  bool is_64bit() const { return image_.is_64bit(); }
-  bool is_little_endian() const { return image_.is_little_endian(); }
-  const std::vector<ElfLoadSegment>& load_segments() const { return image_.load_segments(); }
+  uint16_t type() const { return image_->type(); }
+  bool is_64bit() const { return image_->is_64bit(); }
+  bool is_little_endian() const { return image_->is_little_endian(); }
+  const std::vector<ElfLoadSegment>& load_segments() const { return image_->load_segments(); }
   bool has_symtab() const { return has_symtab_; }
 
   // A defined symbol named `name`: .dynsym first, then .symtab (where static
@@ -62,7 +66,7 @@ class ElfFile {
   // st_value); nullopt if that offset starts no PT_LOAD segment's page. 0 for
   // an ET_EXEC mapped where it was linked.
   std::optional<uint64_t> LoadBias(uint64_t mapping_start, uint64_t mapping_offset) const {
-    return ComputeLoadBias(image_.load_segments(), mapping_start, mapping_offset);
+    return ComputeLoadBias(image_->load_segments(), mapping_start, mapping_offset);
   }
 
   // Copies `size` bytes at link-time address `vaddr` as the file initialises
@@ -85,11 +89,9 @@ class ElfFile {
       const std::function<bool(std::string_view)>& pred) const;
 
  private:
-  ElfFile(std::string path, ElfImage image);
-
   std::string path_;
-  ElfImage image_;
+  std::shared_ptr<const ElfImage> image_;
   bool has_symtab_ = false;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

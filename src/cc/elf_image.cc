@@ -2,7 +2,6 @@
 #include "elf_image.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/mman.h>
@@ -13,9 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "unique_fd.h"
-
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // libelf refuses to work until the version handshake has been made once.
@@ -67,10 +64,6 @@ std::string BuildIdFromNotes(std::string_view notes) {
 
 void ElfImage::ElfDeleter::operator()(Elf* elf) const { elf_end(elf); }
 
-void ElfImage::Unmapper::operator()(const uint8_t* data) const {
-  munmap(const_cast<uint8_t*>(data), size);
-}
-
 ElfImage::ElfImage(ElfImage&& other) noexcept = default;
 ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   if (this != &other) {
@@ -89,6 +82,19 @@ ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
 }
 ElfImage::~ElfImage() { elf_.reset(); }
 
+ElfImage ElfImage::WithoutLibelf() const {
+  ElfImage copy;
+  copy.mapping_ = mapping_;
+  copy.data_ = data_;
+  copy.size_ = size_;
+  copy.file_ = file_;
+  copy.type_ = type_;
+  copy.is_64bit_ = is_64bit_;
+  copy.little_endian_ = little_endian_;
+  copy.load_segments_ = load_segments_;
+  return copy;
+}
+
 Result<ElfImage> ElfImage::MapFd(int fd) {
   if (!InitLibelf()) return Status::Error("libelf initialisation failed: " + LibelfError());
   struct stat st;
@@ -99,25 +105,13 @@ Result<ElfImage> ElfImage::MapFd(int fd) {
   void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (data == MAP_FAILED) return Status::Error(std::string("mmap failed: ") + strerror(errno));
   // Shares the page cache with every process that maps the file.
-  std::unique_ptr<const uint8_t, Unmapper> mapping(static_cast<const uint8_t*>(data),
-                                                   Unmapper{size});
+  std::shared_ptr<const uint8_t> mapping(
+      static_cast<const uint8_t*>(data),
+      [size](const uint8_t* p) { munmap(const_cast<uint8_t*>(p), size); });
   auto image = FromMemory(mapping.get(), size);
   if (!image.ok()) return image.status();
   image->mapping_ = std::move(mapping);
-  image->file_.dev = static_cast<uint64_t>(st.st_dev);
-  image->file_.ino = static_cast<uint64_t>(st.st_ino);
-  image->file_.size = static_cast<uint64_t>(st.st_size);
-  image->file_.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return image;
-}
-
-Result<ElfImage> ElfImage::MapFile(const std::string& path) {
-  // O_NONBLOCK: the path may name a FIFO by now (a process renaming its
-  // files); MapFd refuses anything but a regular file, and the open must not hang.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) return Status::Error("cannot open " + path + ": " + strerror(errno));
-  auto image = MapFd(fd.get());
-  if (!image.ok()) return Status::Error(path + ": " + image.error());
+  image->file_ = FileStamp::Of(st);
   return image;
 }
 
@@ -278,4 +272,4 @@ std::optional<uint64_t> ComputeLoadBias(const std::vector<ElfLoadSegment>& segme
   return std::nullopt;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

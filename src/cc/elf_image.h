@@ -4,7 +4,8 @@
 // address, sections by type or name, and the GNU build-id. ElfFile (symbols by
 // name, read-only strings: what PyPerf asks of a Python binary) and
 // NativeModule (function symbols and the unwind table: what native unwinding
-// asks of every mapped file) are both built on it.
+// asks of every mapped file) are both built on it, and share one parse of
+// each file through ElfImageCache (elf_image_cache.h).
 #pragma once
 
 #include <sys/types.h>
@@ -16,13 +17,14 @@
 #include <string_view>
 #include <vector>
 
+#include "mapped_file.h"
 #include "status.h"
 
 // libelf's handles; <libelf.h> stays out of this header.
 struct Elf;
 struct Elf_Scn;
 
-namespace pyperf {
+namespace ebpf {
 
 struct ElfLoadSegment {
   uint64_t vaddr = 0;
@@ -31,18 +33,6 @@ struct ElfLoadSegment {
   uint64_t memsz = 0;
   uint64_t align = 0;
   uint32_t flags = 0;  // PF_R | PF_W | PF_X
-};
-
-// The file an image was mapped from, as it was then (all zero for an image in
-// memory): its identity and what tells a file replaced under the same inode.
-struct MappedFileStamp {
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  uint64_t size = 0;
-  int64_t mtime_ns = 0;
-  bool SameFile(const MappedFileStamp& other) const {
-    return ino != 0 && dev == other.dev && ino == other.ino;
-  }
 };
 
 // The load bias of a mapping that maps file offset `mapping_offset` at
@@ -55,10 +45,9 @@ std::optional<uint64_t> ComputeLoadBias(const std::vector<ElfLoadSegment>& segme
 class ElfImage {
  public:
   // Maps the open regular file `fd` (the mapping stays after fd is closed; it
-  // shares the page cache with every process that maps the file).
+  // shares the page cache with every process that maps the file). To parse a
+  // file once for every reader, see ElfImageCache.
   static Result<ElfImage> MapFd(int fd);
-  // Opens and maps `path`; errors name the path.
-  static Result<ElfImage> MapFile(const std::string& path);
   // An image already in memory that outlives this object (the vDSO, a
   // decompressed .gnu_debugdata).
   static Result<ElfImage> FromMemory(const uint8_t* data, size_t size);
@@ -74,7 +63,8 @@ class ElfImage {
   std::string_view Range(uint64_t offset, uint64_t size) const;
   // Bytes the image maps from a file (0 for an image in memory).
   size_t mapped_bytes() const { return mapping_ ? size_ : 0; }
-  const MappedFileStamp& file() const { return file_; }
+  // The file it was mapped from, as fstat saw it then (zero for an image in memory).
+  const FileStamp& file() const { return file_; }
 
   // e_type: ET_EXEC (fixed addresses), ET_DYN (shared object or PIE), ...
   uint16_t type() const { return type_; }
@@ -96,10 +86,11 @@ class ElfImage {
 
   // The libelf handle, for readers that walk symbol tables and sections.
   Elf* elf() const { return elf_.get(); }
-  // Frees libelf's bookkeeping (a few hundred bytes a section) for a holder
-  // that is done with sections, symbol tables and notes; the bytes, header
-  // and segments stay. elf() is then null and the section lookups find nothing.
-  void DropLibelf() { elf_.reset(); }
+  // The same bytes (the mapping is shared), header and segments without
+  // libelf's bookkeeping (a few hundred bytes a section), for a holder that is
+  // done with sections, symbol tables and notes: its elf() is null and its
+  // section lookups find nothing.
+  ElfImage WithoutLibelf() const;
   bool has_sections() const;
   Elf_Scn* FindSection(uint32_t sh_type) const;
   Elf_Scn* FindSection(std::string_view name) const;
@@ -114,18 +105,14 @@ class ElfImage {
   struct ElfDeleter {
     void operator()(Elf* elf) const;
   };
-  struct Unmapper {
-    size_t size;
-    void operator()(const uint8_t* data) const;
-  };
   ElfImage() = default;
   Status Load();
 
   // Declared before elf_: libelf's handle over the bytes goes first.
-  std::unique_ptr<const uint8_t, Unmapper> mapping_;  // null for an image in memory
+  std::shared_ptr<const uint8_t> mapping_;  // munmaps; null for an image in memory
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  MappedFileStamp file_;
+  FileStamp file_;
   std::unique_ptr<Elf, ElfDeleter> elf_;
   uint16_t type_ = 0;
   bool is_64bit_ = true;
@@ -133,4 +120,4 @@ class ElfImage {
   std::vector<ElfLoadSegment> load_segments_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace pyperf {
+namespace ebpf {
 
 struct FileId {
   uint64_t dev = 0;
@@ -31,4 +31,4 @@ struct FileIdHash {
   }
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

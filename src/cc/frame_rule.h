@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-namespace pyperf {
+namespace ebpf {
 
 struct FrameRule {
   enum class CfaBase : uint8_t { kRsp, kRbp };
@@ -44,4 +44,4 @@ struct FrameRule {
   bool operator!=(const FrameRule& o) const { return !(*this == o); }
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

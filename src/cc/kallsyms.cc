@@ -6,7 +6,7 @@
 
 #include "read_file.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 struct Candidate {
@@ -103,4 +103,4 @@ std::optional<std::string_view> KernelSymbols::Lookup(uint64_t addr) const {
   return std::string_view(names_).substr(name_offsets_[i], name_offsets_[i + 1] - name_offsets_[i]);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -16,7 +16,7 @@
 
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class KernelSymbols {
  public:
@@ -42,4 +42,4 @@ class KernelSymbols {
   std::string names_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

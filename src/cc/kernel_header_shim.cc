@@ -13,7 +13,7 @@
 #include <fstream>
 #include <vector>
 
-namespace pyperf {
+namespace ebpf {
 // Generated at build time from src/cc/kernel_headers (cmake/EmbedFiles.cmake).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedKernelHeaders();
 
@@ -112,4 +112,4 @@ KernelHeaderShim::~KernelHeaderShim() {
   ::nftw(dir_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

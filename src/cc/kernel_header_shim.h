@@ -12,7 +12,7 @@
 
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class KernelHeaderShim {
  public:
@@ -36,4 +36,4 @@ class KernelHeaderShim {
 // (each part capped at 255, as the kernel's KERNEL_VERSION does).
 unsigned LinuxVersionCode(const std::string& release);
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -11,7 +11,7 @@
 #include "native_module.h"
 #include "utf8.h"
 
-namespace pyperf {
+namespace ebpf {
 
 std::string DemangleSymbol(std::string_view name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return std::string(name);
@@ -67,4 +67,4 @@ void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_d
   SanitizeUtf8InPlace(out);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace pyperf {
+namespace ebpf {
 
 class NativeModule;
 
@@ -28,4 +28,4 @@ bool FormatNativeFrameName(const NativeModule* module, std::string_view module_p
 void FormatUnreadableModuleFrameName(std::string_view module_path, bool insert_dso_name,
                                      std::string* out);
 
-}  // namespace pyperf
+}  // namespace ebpf

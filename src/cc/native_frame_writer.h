@@ -10,7 +10,7 @@
 
 #include "native_unwind_types.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class FrameWriter {
  public:
@@ -53,4 +53,4 @@ class FrameWriter {
   size_t n_ = 0;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

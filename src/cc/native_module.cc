@@ -2,7 +2,6 @@
 #include "native_module.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 
@@ -11,9 +10,9 @@
 #include <cstring>
 
 #include "debug_file.h"
-#include "unique_fd.h"
+#include "elf_image_cache.h"
 
-namespace pyperf {
+namespace ebpf {
 
 namespace {
 
@@ -127,61 +126,65 @@ bool ReadEncoded(const uint8_t* p, const uint8_t* end, uint8_t enc, uint64_t pc_
 }  // namespace
 
 // Does the loading; a class so it may fill NativeModule's private members.
+// `parsed` is the image with libelf's handle (sections, symbols, notes); the
+// module keeps the same bytes without it.
 class NativeModuleLoader {
  public:
-  static Result<std::unique_ptr<NativeModule>> Load(Result<ElfImage> image,
+  static Result<std::unique_ptr<NativeModule>> Load(const ElfImage& parsed,
                                                     const NativeModuleLoadOptions& options);
 
  private:
-  static void LoadSymbols(NativeModule* module, const NativeModuleLoadOptions& options);
-  static void LoadSeparateDebugSymbols(NativeModule* module, const NativeModuleLoadOptions& options,
+  static void LoadSymbols(NativeModule* module, const ElfImage& parsed,
+                          const NativeModuleLoadOptions& options);
+  static void LoadSeparateDebugSymbols(NativeModule* module, const ElfImage& parsed,
+                                       const NativeModuleLoadOptions& options,
                                        SymbolCollector* collector);
   static void ParseUnwindTable(NativeModule* module, uint64_t eh_frame_hdr_vaddr);
 };
 
-Result<std::unique_ptr<NativeModule>> NativeModule::LoadFromFd(
-    int fd, const NativeModuleLoadOptions& options) {
-  return NativeModuleLoader::Load(ElfImage::MapFd(fd), options);
+Result<std::unique_ptr<NativeModule>> NativeModule::Load(const ElfImage& image,
+                                                         const NativeModuleLoadOptions& options) {
+  return NativeModuleLoader::Load(image, options);
 }
 
 Result<std::unique_ptr<NativeModule>> NativeModule::LoadFromPath(
     const std::string& path, const NativeModuleLoadOptions& options) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return Status::Error("cannot open " + path + ": " + strerror(errno));
-  auto result = LoadFromFd(fd.get(), options);
+  auto image = ElfImageCache::Shared().GetPath(path);
+  if (!image.ok()) return image.status();
+  auto result = Load(**image, options);
   if (!result.ok()) return Status::Error(path + ": " + result.error());
   return result;
 }
 
 Result<std::unique_ptr<NativeModule>> NativeModule::LoadFromMemory(
     const uint8_t* image, size_t size, const NativeModuleLoadOptions& options) {
-  return NativeModuleLoader::Load(ElfImage::FromMemory(image, size), options);
+  auto parsed = ElfImage::FromMemory(image, size);
+  if (!parsed.ok()) return parsed.status();
+  return Load(*parsed, options);
 }
 
 Result<std::unique_ptr<NativeModule>> NativeModuleLoader::Load(
-    Result<ElfImage> image, const NativeModuleLoadOptions& options) {
-  if (!image.ok()) return image.status();
-  if (!image->is_64bit()) return Status::Error("not a 64-bit ELF file");
-  if (image->load_segments().empty()) return Status::Error("no PT_LOAD segments");
-  // Private constructor: no make_unique.
-  std::unique_ptr<NativeModule> module(new NativeModule(std::move(image).value()));
-  if (auto hdr = module->image_.ProgramHeaderVaddr(PT_GNU_EH_FRAME)) {
+    const ElfImage& parsed, const NativeModuleLoadOptions& options) {
+  if (!parsed.is_64bit()) return Status::Error("not a 64-bit ELF file");
+  if (parsed.load_segments().empty()) return Status::Error("no PT_LOAD segments");
+  // What is kept is the bytes and the segments; libelf's per-section
+  // bookkeeping would cost ~10 KiB for every cached module. Private
+  // constructor: no make_unique.
+  std::unique_ptr<NativeModule> module(new NativeModule(parsed.WithoutLibelf()));
+  if (auto hdr = parsed.ProgramHeaderVaddr(PT_GNU_EH_FRAME)) {
     ParseUnwindTable(module.get(), *hdr);
   }
-  module->build_id_ = module->image_.BuildId();
-  if (options.load_symbols) LoadSymbols(module.get(), options);
-  // What is kept is the bytes and the segments; libelf's per-section
-  // bookkeeping would cost ~10 KiB for every cached module.
-  module->image_.DropLibelf();
+  module->build_id_ = parsed.BuildId();
+  if (options.load_symbols) LoadSymbols(module.get(), parsed, options);
   return module;
 }
 
-void NativeModuleLoader::LoadSymbols(NativeModule* module, const NativeModuleLoadOptions& options) {
-  const ElfImage& image = module->image_;
+void NativeModuleLoader::LoadSymbols(NativeModule* module, const ElfImage& image,
+                                     const NativeModuleLoadOptions& options) {
   SymbolCollector collector;
   bool have_full_symtab = collector.AddSection(image, image.FindSection(uint32_t{SHT_SYMTAB}),
                                                SymbolSource::kSymtab) > 0;
-  if (!have_full_symtab) LoadSeparateDebugSymbols(module, options, &collector);
+  if (!have_full_symtab) LoadSeparateDebugSymbols(module, image, options, &collector);
   collector.AddSection(image, image.FindSection(uint32_t{SHT_DYNSYM}), SymbolSource::kDynsym);
 
   auto bind_rank = [](uint8_t b) { return b == STB_GLOBAL ? 0 : b == STB_WEAK ? 1 : 2; };
@@ -215,12 +218,12 @@ void NativeModuleLoader::LoadSymbols(NativeModule* module, const NativeModuleLoa
   module->names_.shrink_to_fit();
 }
 
-void NativeModuleLoader::LoadSeparateDebugSymbols(NativeModule* module,
+void NativeModuleLoader::LoadSeparateDebugSymbols(NativeModule* module, const ElfImage& binary,
                                                   const NativeModuleLoadOptions& options,
                                                   SymbolCollector* collector) {
   DebugFileSearch search{options.root, options.path_in_root, options.search_host_debug_dirs};
   bool found = false;
-  ForEachDebugFile(module->image_, module->build_id_, search,
+  ForEachDebugFile(binary, module->build_id_, search,
                    [&](const std::string& path, const ElfImage& debug) {
                      Elf_Scn* symtab = debug.FindSection(uint32_t{SHT_SYMTAB});
                      found = collector->AddSection(debug, symtab, SymbolSource::kDebugFile) > 0;
@@ -231,7 +234,7 @@ void NativeModuleLoader::LoadSeparateDebugSymbols(NativeModule* module,
   // MiniDebugInfo: an xz-compressed ELF holding the .symtab entries that are
   // not already in .dynsym (Fedora, RHEL).
   std::vector<uint8_t> storage;
-  if (auto mini = MiniDebugInfo(module->image_, &storage); mini.ok()) {
+  if (auto mini = MiniDebugInfo(binary, &storage); mini.ok()) {
     collector->AddSection(*mini, mini->FindSection(uint32_t{SHT_SYMTAB}), SymbolSource::kDebugData);
   }
 }
@@ -295,4 +298,4 @@ size_t NativeModule::memory_bytes() const {
          debug_file_.capacity();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -2,7 +2,8 @@
 // (a "native module") to unwind through it and to name its code addresses.
 //
 // A NativeModule is loaded once per file and then shared by every process that
-// maps that file (see native_module_cache.h). On the file's ElfImage it holds:
+// maps that file (see native_module_cache.h). On the file's ElfImage (parsed
+// once per file for every reader, elf_image_cache.h) it holds:
 //  - the PT_LOAD segments, to turn a file offset into the address the ELF file
 //    itself uses (what `addr2line -e FILE` takes: the load bias removed);
 //  - where the .eh_frame_hdr binary-search table is, so libunwind can be handed
@@ -39,7 +40,7 @@
 #include "elf_image.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Where a symbol came from, best first.
 enum class SymbolSource : uint8_t {
@@ -84,11 +85,14 @@ class NativeModule {
   NativeModule(const NativeModule&) = delete;
   NativeModule& operator=(const NativeModule&) = delete;
 
-  // Loads from an open file; the module maps the file read-only and keeps the
-  // mapping (page cache shared with the target, so it costs little memory).
-  // Anything but a 64-bit ELF file with PT_LOAD segments is refused.
-  static Result<std::unique_ptr<NativeModule>> LoadFromFd(int fd,
-                                                          const NativeModuleLoadOptions& options);
+  // Loads from a parsed image (from ElfImageCache: the file's one parse,
+  // shared with Python detection). The module keeps the image's mapping (page
+  // cache shared with the target, so it costs little memory) but not its
+  // libelf bookkeeping. Anything but a 64-bit ELF file with PT_LOAD segments
+  // is refused.
+  static Result<std::unique_ptr<NativeModule>> Load(const ElfImage& image,
+                                                    const NativeModuleLoadOptions& options);
+  // Opens `path` and loads it, its image from the shared ElfImageCache.
   static Result<std::unique_ptr<NativeModule>> LoadFromPath(const std::string& path,
                                                             const NativeModuleLoadOptions& options);
   // Loads from an image already in memory that outlives the module (the vDSO).
@@ -137,4 +141,4 @@ class NativeModule {
   std::string names_;                        // NUL-separated symbol names
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -1,7 +1,9 @@
 // NativeModuleCache: (device, inode) -> the loaded NativeModule (symbol table,
 // unwind-table location, file image), shared by every process that maps the
 // file, i.e. what libunwind's _UPT helpers would otherwise reopen and reparse
-// again and again. Bounded like every cache here (bounded_lru_cache.h).
+// again and again. Bounded like every cache here (bounded_lru_cache.h). A
+// module is built on the file's one parse (ElfImageCache, keyed by identity
+// and stamp), which Python detection shares.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,7 @@
 #include "file_id.h"
 #include "native_module.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Defaults for the module cache: fewer, much larger entries (a libpython
 // symbol table is about 1 MiB). The file images themselves are mapped from the
@@ -55,4 +57,4 @@ class NativeModuleCache
   }
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -14,7 +14,7 @@
 
 #include "file_id.h"
 
-namespace pyperf {
+namespace ebpf {
 
 struct NativeSnapshot {
   pid_t pid = 0;
@@ -51,4 +51,4 @@ struct NativeUnwindResult {
   bool ok() const { return !error; }
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -13,6 +13,7 @@
 
 #include "cached_rule_walk.h"
 #include "eh_frame_reader.h"
+#include "elf_image_cache.h"
 #include "native_frame_name.h"
 #include "native_frame_writer.h"
 #include "native_module.h"
@@ -22,7 +23,7 @@
 #include "target_process.h"
 #include "unwind_accessors.h"
 
-namespace pyperf {
+namespace ebpf {
 
 namespace {
 
@@ -267,7 +268,7 @@ class NativeUnwinder::Impl::FromScratchStrategy final : public UnwindStrategy {
   const ExecMapping* FindMapping(uint64_t addr) override { return process_->Find(addr); }
 
   std::shared_ptr<const NativeModule> ModuleFor(const ExecMapping& m, bool need_symbols) override {
-    auto loaded = process_->LoadModule(m, need_symbols);
+    auto loaded = process_->LoadModule(m, need_symbols, /*from_scratch=*/true);
     if (!loaded.ok()) return nullptr;
     return std::shared_ptr<const NativeModule>(std::move(loaded).value());
   }
@@ -424,6 +425,7 @@ void NativeUnwinder::Impl::CacheEviction() {
   ++counts_.rounds;  // a new round begins
   names_.EndRound();
   modules_.EndRound();
+  ElfImageCache::Shared().EndRound();
   for (auto it = processes_.begin(); it != processes_.end();) {
     ProcessUnwindState& p = *it->second;
     // Unused for too long, exited, or the pid now names another process or
@@ -486,4 +488,4 @@ void NativeUnwinder::set_module_cache_limits(const CacheLimits& limits) {
 }
 const NativeUnwinderOptions& NativeUnwinder::options() const { return impl_->options_; }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -60,7 +60,7 @@
 #include "native_unwind_types.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 struct NativeUnwinderOptions {
   // Symbols (raw or demangled) after which unwinding stops, e.g.
@@ -146,4 +146,4 @@ class NativeUnwinder {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // True if `fd` can take a write now without blocking. A pipe without readers
@@ -107,4 +107,4 @@ bool NonBlockingLineWriter::Write(size_t size) {
   return true;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

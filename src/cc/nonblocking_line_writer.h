@@ -20,7 +20,7 @@
 #include <initializer_list>
 #include <string_view>
 
-namespace pyperf {
+namespace ebpf {
 
 class NonBlockingLineWriter {
  public:
@@ -57,4 +57,4 @@ class NonBlockingLineWriter {
   char buffer_[kMaxWrite];
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 Status Ioctl(const UniqueFd& fd, unsigned long request, unsigned long arg, const char* what) {
@@ -50,4 +50,4 @@ Status DisablePerfEvent(const UniqueFd& perf_fd) {
   return Ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0, "disable");
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -9,7 +9,7 @@
 #include "status.h"
 #include "unique_fd.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Opens a sampling event on the task clock of the calling thread (any CPU,
 // children not inherited) that overflows every `period_ns` of the thread's
@@ -23,4 +23,4 @@ Status AttachBpfToPerfEvent(const UniqueFd& perf_fd, int prog_fd);
 Status EnablePerfEvent(const UniqueFd& perf_fd);
 Status DisablePerfEvent(const UniqueFd& perf_fd);
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -15,7 +15,7 @@
 
 #include "read_file.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // The perf event a BPF program's perf_event_output writes to on `cpu`, whose
@@ -136,4 +136,4 @@ int PerfOutputRings::Poll(int timeout_ms) {
   return ready;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -22,7 +22,7 @@
 #include "unique_fd.h"
 #include "unique_mmap.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class PerfOutputRings {
  public:
@@ -77,4 +77,4 @@ class PerfOutputRings {
 // The indices of the online CPUs, from /sys/devices/system/cpu/online.
 [[nodiscard]] Result<std::vector<int>> OnlineCpus();
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // The largest record the kernel writes: its header's size is 16 bits.
@@ -74,4 +74,4 @@ size_t PerfRingReader::Drain(const PerfRingCallbacks& callbacks) {
   return records;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -18,7 +18,7 @@
 
 struct perf_event_mmap_page;
 
-namespace pyperf {
+namespace ebpf {
 
 // A raw sample: `data` (8-byte aligned) holds `size` bytes, valid only
 // during the call.
@@ -58,4 +58,4 @@ class PerfRingReader {
   std::vector<uint64_t> scratch_;  // a record's raw bytes, 8-byte aligned
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

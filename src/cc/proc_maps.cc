@@ -13,7 +13,7 @@
 
 #include "read_file.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // The kernel's mark on a path whose file was unlinked after it was mapped (in
@@ -137,21 +137,9 @@ Result<std::vector<MemoryMapping>> ReadProcMaps(pid_t pid) {
   return mappings;
 }
 
-std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping) {
-  return ProcPath(pid, "root") + mapping.path;
-}
-
-std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping) {
-  return MapFilesPath(pid, mapping.start, mapping.end);
-}
-
 std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end) {
   // The kernel names these entries "%lx-%lx": lower-case hex, no padding.
   return ProcPath(pid, "map_files/") + Hex(start) + "-" + Hex(end);
-}
-
-std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping) {
-  return mapping.deleted ? MapFilesPathForMapping(pid, mapping) : RootPathForMapping(pid, mapping);
 }
 
 Result<ProcessIdentity> ParseProcessIdentity(std::string_view text) {
@@ -228,4 +216,4 @@ std::vector<pid_t> ListProcesses() {
   return pids;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -1,8 +1,7 @@
-// Process mappings and identity from /proc: parse /proc/PID/maps, give a
-// host-side path to open a mapped file of a process that may live in another
-// mount namespace, the process identity from /proc/PID/stat (to tell a reused
-// pid or an exec from the same process) and the list of pids. Read-only; knows nothing about
-// Python.
+// Process mappings and identity from /proc: parse /proc/PID/maps, the process
+// identity from /proc/PID/stat (to tell a reused pid or an exec from the same
+// process) and the list of pids. Read-only; knows nothing about Python.
+// Opening a mapped file is mapped_file.h's.
 #pragma once
 
 #include <sys/types.h>
@@ -16,7 +15,7 @@
 #include "file_id.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // One line of /proc/PID/maps.
 struct MemoryMapping {
@@ -54,16 +53,10 @@ Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text);
 // empty vector; a pid that does not exist or cannot be read gives an error.
 Result<std::vector<MemoryMapping>> ReadProcMaps(pid_t pid);
 
-// "/proc/PID/root" + mapping.path: opens the file as the process sees it, even
-// inside another mount namespace (a container).
-std::string RootPathForMapping(pid_t pid, const MemoryMapping& mapping);
-// "/proc/PID/map_files/START-END": opens the very file that is mapped, even
-// when it was deleted or replaced (needs CAP_SYS_ADMIN).
-std::string MapFilesPathForMapping(pid_t pid, const MemoryMapping& mapping);
+// "/proc/PID/map_files/START-END": names the very file mapped at [start, end),
+// even when it was deleted or replaced (needs CAP_SYS_ADMIN). To open a mapped
+// file, see OpenProcessMappedFile (mapped_file.h).
 std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end);
-// The path to open a mapped file from the host: the map_files path for a
-// deleted file, the /proc/PID/root path otherwise.
-std::string HostPathForMapping(pid_t pid, const MemoryMapping& mapping);
 
 // What /proc/PID/stat says about which program image a pid runs: its start
 // time (a reused pid has another) and where exec placed its code, stack, data
@@ -95,4 +88,4 @@ Result<std::string> ReadProcessExePath(pid_t pid);
 // Every pid in /proc (processes, not threads), ascending.
 std::vector<pid_t> ListProcesses();
 
-}  // namespace pyperf
+}  // namespace ebpf

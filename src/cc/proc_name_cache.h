@@ -19,7 +19,7 @@
 #include "file_id.h"
 #include "frame_rule.h"
 
-namespace pyperf {
+namespace ebpf {
 
 struct NameKey {
   FileId file;
@@ -57,4 +57,4 @@ class ProcNameCache : public BoundedLruCache<NameKey, CachedName, NameKeyHash, C
   }
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -3,7 +3,7 @@
 
 #include <sys/uio.h>
 
-namespace pyperf {
+namespace ebpf {
 
 bool ReadProcessMemory(pid_t pid, uint64_t addr, void* out, size_t size) {
   if (size == 0) return true;
@@ -13,4 +13,4 @@ bool ReadProcessMemory(pid_t pid, uint64_t addr, void* out, size_t size) {
   return n == static_cast<ssize_t>(size);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace pyperf {
+namespace ebpf {
 
 // Copies `size` bytes at `addr` in process `pid` into `out`. True only when
 // every byte was read.
 bool ReadProcessMemory(pid_t pid, uint64_t addr, void* out, size_t size);
 
-}  // namespace pyperf
+}  // namespace ebpf

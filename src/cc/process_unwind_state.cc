@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "elf_image_cache.h"
 #include "proc_maps.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // What unw_create_addr_space + UNW_CACHE_GLOBAL costs in libunwind 1.6.2
@@ -100,7 +101,8 @@ const ExecMapping* ProcessUnwindState::Find(uint64_t addr) {
 }
 
 Result<std::unique_ptr<NativeModule>> ProcessUnwindState::LoadModule(const ExecMapping& m,
-                                                                     bool load_symbols) const {
+                                                                     bool load_symbols,
+                                                                     bool from_scratch) const {
   NativeModuleLoadOptions opts;
   opts.root = target->root();
   opts.path_in_root = path(m);
@@ -110,9 +112,17 @@ Result<std::unique_ptr<NativeModule>> ProcessUnwindState::LoadModule(const ExecM
     if (!image.first) return Status::Error("no vDSO in this process");
     return NativeModule::LoadFromMemory(image.first, image.second, opts);
   }
-  auto fd = target->OpenMappedFile(m.start, m.end, m.file.ino, path(m));
-  if (!fd.ok()) return fd.status();
-  return NativeModule::LoadFromFd(fd->get(), opts);
+  auto file = target->OpenMappedFile(m.start, m.end, m.file.ino, path(m));
+  if (!file.ok()) return file.status();
+  if (from_scratch) {
+    auto image = ElfImage::MapFd(file->fd.get());
+    if (!image.ok()) return image.status();
+    return NativeModule::Load(*image, opts);
+  }
+  // The file's one parse, shared with Python detection (elf_image_cache.h).
+  auto image = ElfImageCache::Shared().Get(*file);
+  if (!image.ok()) return image.status();
+  return NativeModule::Load(**image, opts);
 }
 
 size_t ProcessUnwindState::memory_bytes() const {
@@ -121,4 +131,4 @@ size_t ProcessUnwindState::memory_bytes() const {
   return bytes;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -18,7 +18,7 @@
 #include "status.h"
 #include "target_process.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // One executable mapping of a process.
 struct ExecMapping {
@@ -45,8 +45,10 @@ struct ProcessUnwindState {
   // The executable mapping holding addr, or nullptr.
   const ExecMapping* Find(uint64_t addr);
   const std::string& path(const ExecMapping& m) const { return paths[m.path]; }
-  // The module behind a file or vDSO mapping, loaded from scratch.
-  Result<std::unique_ptr<NativeModule>> LoadModule(const ExecMapping& m, bool load_symbols) const;
+  // The module behind a file or vDSO mapping, loaded now: on the file's
+  // shared parse (ElfImageCache), or with `from_scratch` on a parse of its own.
+  Result<std::unique_ptr<NativeModule>> LoadModule(const ExecMapping& m, bool load_symbols,
+                                                   bool from_scratch = false) const;
   // Heap bytes held (mappings, paths, the address space), approximately.
   size_t memory_bytes() const;
 
@@ -67,4 +69,4 @@ struct ProcessUnwindState {
   size_t last_hit_ = 0;  // the mapping Find returned last
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -9,7 +9,7 @@
 
 #include "unique_fd.h"
 
-namespace pyperf {
+namespace ebpf {
 
 int ReadFileInto(const char* path, std::string* out) {
   out->clear();
@@ -46,4 +46,4 @@ std::string FileReadError(const std::string& path, int err) {
   return "cannot read " + path + ": " + std::strerror(err);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

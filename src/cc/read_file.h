@@ -7,7 +7,7 @@
 
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf {
 
 // Replaces *out with the bytes of `path`, reusing its capacity: a caller that
 // reads the same file again and again (a process's maps every round) allocates
@@ -21,4 +21,4 @@ Result<std::string> ReadFile(const std::string& path);
 // "cannot read PATH: <strerror(err)>", the message for a failed ReadFileInto.
 std::string FileReadError(const std::string& path, int err);
 
-}  // namespace pyperf
+}  // namespace ebpf

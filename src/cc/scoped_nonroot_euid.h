@@ -23,7 +23,7 @@
 
 #include "scoped_undo.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class ScopedNonRootEuid {
  public:
@@ -63,4 +63,4 @@ class ScopedNonRootEuid {
   ScopedUndo<Saved> root_{&BackToRoot};
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

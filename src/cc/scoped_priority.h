@@ -16,7 +16,7 @@
 
 #include "scoped_undo.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class ScopedPriorityBoost {
  public:
@@ -38,4 +38,4 @@ class ScopedPriorityBoost {
   ScopedUndo<int> original_{&SetNice};
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -9,7 +9,7 @@
 #include <optional>
 #include <utility>
 
-namespace pyperf {
+namespace ebpf {
 
 template <typename Saved>
 class ScopedUndo {
@@ -37,4 +37,4 @@ class ScopedUndo {
   std::optional<Saved> saved_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace pyperf {
+namespace ebpf {
 
 class [[nodiscard]] Status {
  public:
@@ -49,4 +49,4 @@ class [[nodiscard]] Result {
   Status status_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

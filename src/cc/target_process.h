@@ -15,11 +15,11 @@
 #include <string>
 #include <string_view>
 
+#include "mapped_file.h"
 #include "proc_maps.h"
 #include "status.h"
-#include "unique_fd.h"
 
-namespace pyperf {
+namespace ebpf {
 
 class TargetProcess {
  public:
@@ -42,15 +42,12 @@ class TargetProcess {
   virtual bool can_change() const = 0;
 
   // Opens the file with inode `inode` mapped at [start, end) from `path` (as
-  // the process sees it, from its maps).
-  virtual Result<UniqueFd> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
-                                          const std::string& path) = 0;
-  // Size and modification time of the file mapped at [start, end) now, when
-  // that can be told (to notice another file behind a reused inode).
-  struct FileStamp {
-    uint64_t size = 0;
-    int64_t mtime_ns = 0;
-  };
+  // its maps shows it), with its identity and stamp (the ElfImageCache key).
+  virtual Result<OpenedFile> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
+                                            const std::string& path) = 0;
+  // The stamp (size and modification time among it) of the file mapped at
+  // [start, end) now, when that can be told (to notice another file behind a
+  // reused inode).
   virtual std::optional<FileStamp> MappedFileStamp(uint64_t start, uint64_t end) = 0;
 
   // Whether bytes of a mapped file's writable segments may stand for its
@@ -79,8 +76,9 @@ class LiveProcess : public TargetProcess {
   Result<std::string_view> ReadMaps(std::string* buffer) override;
   Identity CheckIdentity() override;
   bool can_change() const override { return true; }
-  Result<UniqueFd> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
-                                  const std::string& path) override;
+  // Through OpenProcessMappedFile (mapped_file.h).
+  Result<OpenedFile> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
+                                    const std::string& path) override;
   std::optional<FileStamp> MappedFileStamp(uint64_t start, uint64_t end) override;
   bool file_image_is_memory() const override { return false; }
   bool ReadMemory(uint64_t addr, void* out, size_t size) override;
@@ -91,6 +89,7 @@ class LiveProcess : public TargetProcess {
   int ReadIdentity(ProcessIdentity* id);
 
   std::string maps_path_, stat_path_;
+  std::string process_root_;  // ProcessRootDirectory, read at Attach
   ProcessIdentity identity_;
   std::string stat_text_;  // reused by every CheckIdentity
 };
@@ -105,8 +104,8 @@ class RecordedProcess : public TargetProcess {
   Result<std::string_view> ReadMaps(std::string*) override { return std::string_view(maps_text_); }
   Identity CheckIdentity() override { return Identity::kSame; }
   bool can_change() const override { return false; }
-  Result<UniqueFd> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
-                                  const std::string& path) override;
+  Result<OpenedFile> OpenMappedFile(uint64_t start, uint64_t end, uint64_t inode,
+                                    const std::string& path) override;
   std::optional<FileStamp> MappedFileStamp(uint64_t, uint64_t) override { return std::nullopt; }
   bool file_image_is_memory() const override { return true; }
   bool ReadMemory(uint64_t, void*, size_t) override { return false; }
@@ -115,4 +114,4 @@ class RecordedProcess : public TargetProcess {
   std::string maps_text_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace pyperf {
+namespace ebpf {
 
 class UniqueMmap {
  public:
@@ -41,4 +41,4 @@ class UniqueMmap {
   size_t size_ = 0;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf

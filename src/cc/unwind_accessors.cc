@@ -13,7 +13,7 @@ extern "C" int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_
                                                   unw_dyn_info_t* di, unw_proc_info_t* pi,
                                                   int need_unwind_info, void* arg);
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int need_unwind_info,
@@ -161,4 +161,4 @@ int SearchUnwindTable(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di, un
   return _Ux86_64_dwarf_search_unwind_table(as, ip, di, pi, need_unwind_info, arg);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

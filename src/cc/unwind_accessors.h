@@ -25,7 +25,7 @@
 #include "native_unwind_types.h"
 #include "process_unwind_state.h"
 
-namespace pyperf {
+namespace ebpf {
 
 struct UnwindCall;
 
@@ -100,4 +100,4 @@ bool DescribeUnwindTable(const NativeModule& module, uint64_t bias, uint64_t vad
 int SearchUnwindTable(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t* di, unw_proc_info_t* pi,
                       int need_unwind_info, void* arg);
 
-}  // namespace pyperf
+}  // namespace ebpf

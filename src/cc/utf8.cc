@@ -1,7 +1,7 @@
 // utf8: see utf8.h.
 #include "utf8.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // Length of the well-formed, non-NUL UTF-8 sequence at the start of `s`: 0 if
@@ -92,4 +92,4 @@ void SanitizeUtf8InPlace(std::string* text) {
   text->swap(clean);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace pyperf {
+namespace ebpf {
 
 // U+FFFD, the replacement character, in UTF-8.
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
@@ -32,4 +32,4 @@ void SanitizeUtf8InPlace(std::string* text);
 // True when `bytes` is strict UTF-8 with no NUL byte.
 bool IsPrintableUtf8(std::string_view bytes);
 
-}  // namespace pyperf
+}  // namespace ebpf

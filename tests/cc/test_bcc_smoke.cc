@@ -15,7 +15,7 @@ using pyperf_test::ChildProcess;
 TEST(KernelHeaderShim, InstallsHeadersAndRemovesThemAfterwards) {
   std::string dir;
   {
-    auto shim = pyperf::KernelHeaderShim::Install();
+    auto shim = ebpf::KernelHeaderShim::Install();
     ASSERT_TRUE(shim.ok()) << shim.error();
     dir = (*shim)->directory();
     EXPECT_TRUE(pyperf_test::FileExists(dir + "/include/linux/kconfig.h"));
@@ -28,9 +28,9 @@ TEST(KernelHeaderShim, InstallsHeadersAndRemovesThemAfterwards) {
 }
 
 TEST(KernelHeaderShim, VersionCodeFromRelease) {
-  EXPECT_EQ(pyperf::LinuxVersionCode("6.1.0-18-amd64"), (6u << 16) + (1u << 8) + 0u);
-  EXPECT_EQ(pyperf::LinuxVersionCode("5.15.300"), (5u << 16) + (15u << 8) + 255u);
-  EXPECT_EQ(pyperf::LinuxVersionCode("4.14"), (4u << 16) + (14u << 8));
+  EXPECT_EQ(ebpf::LinuxVersionCode("6.1.0-18-amd64"), (6u << 16) + (1u << 8) + 0u);
+  EXPECT_EQ(ebpf::LinuxVersionCode("5.15.300"), (5u << 16) + (15u << 8) + 255u);
+  EXPECT_EQ(ebpf::LinuxVersionCode("4.14"), (4u << 16) + (14u << 8));
 }
 
 TEST(BccSmoke, HeaderlessProgramSamplesABusyChild) {
@@ -45,7 +45,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   return 0;
 }
 )";
-  auto bpf = pyperf::CompileBpfProgram(program, {});
+  auto bpf = ebpf::CompileBpfProgram(program, {});
   ASSERT_TRUE(bpf.ok()) << bpf.error();
   auto st =
       (*bpf)->attach_perf_event(1 /*PERF_TYPE_SOFTWARE*/, 0 /*CPU_CLOCK*/, "on_sample", 0, 199);
@@ -64,15 +64,15 @@ TEST(BccSmoke, KnowsWhetherTheKernelHasProbeReadUser) {
   struct utsname un;
   ASSERT_EQ(uname(&un), 0);
   // The helpers arrived in Linux 5.5; distribution backports only add them.
-  if (pyperf::LinuxVersionCode(un.release) < ((5u << 16) + (5u << 8)))
+  if (ebpf::LinuxVersionCode(un.release) < ((5u << 16) + (5u << 8)))
     PYPERF_SKIP_OR_FAIL(std::string("kernel ") + un.release +
                         " may or may not have them (backports)");
-  EXPECT_TRUE(pyperf::KernelHasProbeReadUser()) << un.release;
+  EXPECT_TRUE(ebpf::KernelHasProbeReadUser()) << un.release;
 }
 
 TEST(BccSmoke, CompileErrorIsAValueNotACrash) {
   PYPERF_REQUIRE_BPF();
-  auto bpf = pyperf::CompileBpfProgram("int broken( { return 0; }", {});
+  auto bpf = ebpf::CompileBpfProgram("int broken( { return 0; }", {});
   ASSERT_FALSE(bpf.ok());
   EXPECT_NE(bpf.error().find("BPF program"), std::string::npos);
 }

@@ -15,8 +15,8 @@
 
 namespace {
 
-using pyperf::BtfMemberOffset;
-using pyperf::ReadKernelOffsets;
+using ebpf::BtfMemberOffset;
+using ebpf::ReadKernelOffsets;
 using pyperf_test::TempDir;
 
 TEST(BtfOffsets, ReadsTaskStructOffsetsFromKernelBtf) {
@@ -61,9 +61,9 @@ TEST(BtfOffsets, CorruptFileIsAnError) {
 
 TEST(BtfOffsets, UnknownStructAndMemberAreErrors) {
   PYPERF_REQUIRE_BPF();
-  auto no_struct = BtfMemberOffset(pyperf::kDefaultVmlinuxBtf, "no_such_struct_xyz", "a");
+  auto no_struct = BtfMemberOffset(ebpf::kDefaultVmlinuxBtf, "no_such_struct_xyz", "a");
   EXPECT_FALSE(no_struct.ok());
-  auto no_member = BtfMemberOffset(pyperf::kDefaultVmlinuxBtf, "task_struct", "thread.nope");
+  auto no_member = BtfMemberOffset(ebpf::kDefaultVmlinuxBtf, "task_struct", "thread.nope");
   EXPECT_FALSE(no_member.ok());
 }
 
@@ -106,7 +106,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
 }
 )";
   auto bpf =
-      pyperf::CompileBpfProgram(program, {"-DTARGET_PID=" + std::to_string(getpid()),
+      ebpf::CompileBpfProgram(program, {"-DTARGET_PID=" + std::to_string(getpid()),
                                           "-DFS_OFFSET=" + std::to_string(offsets->fs_base),
                                           "-DSTACK_OFFSET=" + std::to_string(offsets->stack)});
   ASSERT_TRUE(bpf.ok()) << bpf.error();

@@ -14,7 +14,7 @@
 #include "native_unwinder.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 using CachedRuleWalkTest = pyperf_fixture::NativeFixtureTest;
@@ -126,4 +126,4 @@ TEST_F(CachedRuleWalkTest, StackCopyTooShortFallsBackToLibunwind) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

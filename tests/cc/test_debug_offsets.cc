@@ -27,7 +27,7 @@
 #include "support/python_roots.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 using pyperf_test::ChildProcess;
@@ -579,4 +579,4 @@ TEST(MergeDebugOffsets, RejectsAnOffsetOutsideItsStruct) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -101,7 +101,7 @@ TEST_P(FreeThreadedE2E, EveryBusyThreadShowsItsOwnLeaf) {
   ExpectFewErrorMarkers(lines, kMaxErrorPercent);
 
   const std::string eval_loop =
-      pyperf::SpellFrame(pyperf::FrameKind::kNative, "_PyEval_EvalFrameDefault");
+      ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kNative, "_PyEval_EvalFrameDefault");
   std::set<pid_t> tids;
   std::printf("%-10s %-12s %8s %8s %8s %8s\n", "thread", "function", "samples", "leaf ok",
               "eval ok", "syscall");

@@ -106,7 +106,7 @@ TEST(CorruptFrameChains, AreCutWhereTheyGoWrongAndMarkedNeverShownWrong) {
     EXPECT_TRUE(target.process->Running()) << "the workload died";
     auto lines = run.profile.OfPid(target.process->pid());
     EXPECT_FALSE(lines.empty()) << "no samples";
-    const std::string marker = pyperf::SampleErrorFrame(target.corruption->error);
+    const std::string marker = ebpf::pyperf::SampleErrorFrame(target.corruption->error);
     // The process spins in spin() for good: every sample is in it.
     for (const auto& line : lines) {
       EXPECT_TRUE(HasFrame(line, marker)) << "no " << marker << ":\n  " << Short(line);
@@ -181,7 +181,7 @@ TEST_P(ManyThreadsTest, ThreadsAreFoundOrMarked) {
                                       milliseconds(1000), "PyPerf over many threads");
   auto lines = run.profile.OfPid(workload->pid());
   ASSERT_FALSE(lines.empty());
-  const std::string marker = pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE);
+  const std::string marker = ebpf::pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE);
   uint64_t marked = 0, found = 0;
   for (const auto& line : lines) {
     auto functions = PythonFunctions(line);

@@ -71,10 +71,10 @@ uint64_t SamplesWhere(const std::vector<CollapsedLine>& lines,
   return n;
 }
 
-pyperf::KernelOffsets BtfOffsets() {
-  auto offsets = pyperf::ReadKernelOffsets();
+ebpf::KernelOffsets BtfOffsets() {
+  auto offsets = ebpf::ReadKernelOffsets();
   EXPECT_TRUE(offsets.ok()) << offsets.error();
-  return offsets.ok() ? *offsets : pyperf::KernelOffsets{};
+  return offsets.ok() ? *offsets : ebpf::KernelOffsets{};
 }
 
 // Every case reads BTF's offsets and profiles a workload on AnyInterpreter().
@@ -89,7 +89,7 @@ class KernelOffsetFlags : public ::testing::Test {
     pid_ = workload_->pid();
   }
 
-  pyperf::KernelOffsets btf_;
+  ebpf::KernelOffsets btf_;
   std::unique_ptr<ChildProcess> workload_;
   pid_t pid_ = -1;
 };

@@ -68,7 +68,7 @@ std::optional<std::string> ThreadOf(const CollapsedLine& line) {
 std::set<std::string> CallsNamed(const CollapsedLine& line) {
   std::set<std::string> named;
   for (const auto& frame : FramesOfKind(line, FrameKind::kKernel)) {
-    std::string name = frame.substr(0, frame.size() - pyperf::kKernelSuffix.size());
+    std::string name = frame.substr(0, frame.size() - ebpf::pyperf::kKernelSuffix.size());
     for (const auto& [thread, calls] : OwnCalls())
       if (calls.count(name)) named.insert(thread);
   }
@@ -156,7 +156,7 @@ TEST(KernelStacks, AFullMapLosesStacksMarkedAndCountedNeverAnotherSamplesFrames)
                        << pyperf->Stderr();
 
   const std::string lost_marker =
-      pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kLostKernelStack);
+      ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kMarker, ebpf::pyperf::kLostKernelStack);
   uint64_t wrong = 0, lost = 0, right = 0;
   for (size_t i = 0; i < dumps.size(); ++i) {
     SCOPED_TRACE("dump " + std::to_string(i));

@@ -47,7 +47,7 @@ std::string ModuleOf(std::string file) {
 std::string Frame(const std::string& file, const std::string& class_name,
                   const std::string& function, int line) {
   return ModuleOf(file) + "." + (class_name.empty() ? "" : class_name + ".") + function + " (" +
-         file + ":" + std::to_string(line) + ")" + std::string(pyperf::kPythonSuffix);
+         file + ":" + std::to_string(line) + ")" + std::string(ebpf::pyperf::kPythonSuffix);
 }
 
 class LongNamesTest : public ::testing::TestWithParam<std::string> {};

@@ -54,7 +54,7 @@ constexpr int kProfileSeconds = 3;
 constexpr char kDebianPython[] = "/usr/bin/python3.11";
 // A native frame as PyPerf spells it.
 std::string Native(const std::string& name) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kNative, name);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kNative, name);
 }
 
 const std::string kEvalLoop = Native("_PyEval_EvalFrameDefault");
@@ -125,7 +125,7 @@ std::vector<CollapsedLine> OtherThreadLinesIn(const CollapsedProfile& profile, p
 
 // A native frame's name, without its suffix.
 std::string NativeText(const std::string& frame) {
-  return frame.substr(0, frame.size() - pyperf::kNativeSuffix.size());
+  return frame.substr(0, frame.size() - ebpf::pyperf::kNativeSuffix.size());
 }
 
 // Native frames the unwinder could not place (outside every mapping, or in a

@@ -30,7 +30,7 @@ constexpr uint64_t kPyVersion316 = 0x031000f0;  // 3.16.0, release level final
 // Writes `value` over the Py_Version symbol of the ELF file at `path`, in the
 // symbol's own width; false (with a failure) when the file has no such symbol.
 bool SetPyVersion(const std::string& path, uint64_t value) {
-  auto elf = pyperf::ElfFile::Open(path);
+  auto elf = ebpf::ElfFile::Open(path);
   if (!elf.ok()) {
     ADD_FAILURE() << elf.error();
     return false;

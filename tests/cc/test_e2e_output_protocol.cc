@@ -233,7 +233,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
 
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
-  pyperf::UniqueFd stderr_read_end(fds[0]), stderr_write_end(fds[1]);
+  ebpf::UniqueFd stderr_read_end(fds[0]), stderr_write_end(fds[1]);
   // A pipe of 4 pages, so that what -v 4 prints in the run fills it early.
   constexpr int kPipeBytes = 4 * 4096;
   ASSERT_EQ(fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes), kPipeBytes) << strerror(errno);
@@ -426,16 +426,16 @@ TEST(PyPerfCommandLine, UnprivilegedUserIsToldWhatIsMissing) {
 
 // Frames spelled as PyPerf spells them (FrameSpelling.h).
 std::string SpelledPython(const std::string& text) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kPython, text);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kPython, text);
 }
 std::string SpelledNative(const std::string& text) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kNative, text);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kNative, text);
 }
 std::string SpelledKernel(const std::string& text) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kKernel, text);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kKernel, text);
 }
 std::string SpelledMarker(std::string_view text) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kMarker, text);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kMarker, text);
 }
 
 TEST(CollapsedReader, ReadsALineAsGProfilerDoes) {
@@ -526,7 +526,7 @@ TEST(CollapsedReader, ExpectsTheModuleTheReadmeNames) {
 
 TEST(CollapsedReader, FindsMarkersAndOrderProblems) {
   const std::string python = SpelledPython("m.f (/m.py:1)");
-  const std::string lost = SpelledMarker(pyperf::kLostSymbol);
+  const std::string lost = SpelledMarker(ebpf::pyperf::kLostSymbol);
   auto truncated =
       ParseCollapsedLine("p-1/1;" + kTruncationMarker + ";" + lost + ";" + python + " 1", nullptr);
   ASSERT_TRUE(truncated.has_value());
@@ -535,7 +535,7 @@ TEST(CollapsedReader, FindsMarkersAndOrderProblems) {
   EXPECT_FALSE(FrameOrderProblem(*truncated).has_value());
 
   // A native marker stands among the native frames, and is not a Python error.
-  const std::string native_error = pyperf::NativeStackErrorFrame("unw_step (no unwind info)");
+  const std::string native_error = ebpf::pyperf::NativeStackErrorFrame("unw_step (no unwind info)");
   auto native = ParseCollapsedLine("p-1/1;" + python + ";" + native_error + ";" +
                                        SpelledNative("f") + ";" + SpelledKernel("k") + " 1",
                                    nullptr);

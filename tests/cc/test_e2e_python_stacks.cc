@@ -407,7 +407,7 @@ TEST_P(PythonStacksTest, FindsThreadsAmong300) {
   std::vector<CollapsedLine> thread_state_errors;
   for (const auto& line : lines) {
     const auto& f = line.frames;
-    if (std::find(f.begin(), f.end(), pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE)) !=
+    if (std::find(f.begin(), f.end(), ebpf::pyperf::SampleErrorFrame(PYPERF_ERROR_THREAD_STATE)) !=
         f.end())
       thread_state_errors.push_back(line);
   }

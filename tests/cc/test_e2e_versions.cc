@@ -59,7 +59,6 @@
 #include <vector>
 
 #include "FrameSpelling.h"
-#include "PythonFrameFormat.h"
 #include "elf_file.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
@@ -919,8 +918,8 @@ class VersionsNativeE2E : public ::testing::TestWithParam<Target> {};
 TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
   PREPARE_OR_RETURN(run, GetParam());
   const CollapsedProfile& profile = TheSession().profiles().first;
-  std::string eval = pyperf::SpellFrame(
-      pyperf::FrameKind::kNative,
+  std::string eval = ebpf::pyperf::SpellFrame(
+      ebpf::pyperf::FrameKind::kNative,
       GetParam().spec == "2.7" ? "PyEval_EvalFrameEx" : "_PyEval_EvalFrameDefault");
   // Debian's 3.14 and 3.15 (sid) executables are stripped, and their eval
   // loop's hot body is a static function that only python3.X-dbgsym names:
@@ -1019,7 +1018,7 @@ std::string ExpectedFrame(const NameLink& link, int line) {
   std::string text = ModuleOfPlainPath(link.file) + "." +
                      (link.class_name.empty() ? "" : link.class_name + ".") + link.function + " (" +
                      link.file + ":" + std::to_string(line) + ")" +
-                     std::string(pyperf::kPythonSuffix);
+                     std::string(ebpf::pyperf::kPythonSuffix);
   std::replace(text.begin(), text.end(), ';', '_');
   std::replace(text.begin(), text.end(), '\n', '_');
   return text;
@@ -1122,9 +1121,8 @@ INSTANTIATE_TEST_SUITE_P(Targets, VersionsNamesE2E, ::testing::ValuesIn(NameTarg
 std::map<pid_t, uint64_t> SamplesPerPid(const std::map<std::string, uint64_t>& stacks) {
   std::map<pid_t, uint64_t> per_pid;
   for (const auto& [stack, count] : stacks) {
-    pyperf::StackHead head;
-    std::vector<pyperf::SpelledFrame> frames;
-    if (pyperf::ParseStackText(stack, &head, &frames)) per_pid[head.pid] += count;
+    if (auto line = ParseCollapsedLine(stack + " " + std::to_string(count), nullptr))
+      per_pid[line->pid] += count;
   }
   return per_pid;
 }
@@ -1179,8 +1177,9 @@ TEST(Formats, SpeedscopeOfEveryLayoutIsValidAndHoldsTheSameSamples) {
     ASSERT_EQ(read.error, "");
     EXPECT_TRUE(read.schema_errors.empty()) << read.schema_errors.front();
     const auto collapsed = StackCounts(ReadFile(dump));
-    EXPECT_EQ(read.collapsed, collapsed);
-    for (const auto& [pid, count] : SamplesPerPid(read.collapsed)) per_pid[pid] += count;
+    // Python frames by their display names, every other frame as collapsed.
+    EXPECT_EQ(read.collapsed, SpeedscopeViewOfCollapsed(collapsed));
+    for (const auto& [pid, count] : SamplesPerPid(collapsed)) per_pid[pid] += count;
   }
   ExpectEveryLayout(per_pid, "speedscope");
   std::cout << "[ versions ] speedscope: " << profiles->current_dumps.size()
@@ -1233,7 +1232,7 @@ TEST(Formats, PprofOfEveryLayoutReadsBackWithGoToolPprof) {
     if (run->target->kind == TargetKind::kDeletedLib) continue;  // no file to read it from
     const std::string file = InterpreterFileOf(run->pid);
     ASSERT_NE(file, "") << run->target->name;
-    auto elf = pyperf::ElfFile::Open(file);
+    auto elf = ebpf::ElfFile::Open(file);
     ASSERT_TRUE(elf.ok()) << elf.error();
     const std::optional<std::string> build_id = elf.value().BuildId();
     ASSERT_TRUE(build_id.has_value()) << run->target->name << ": " << file << " has no build-id";
@@ -1262,32 +1261,28 @@ TEST(Formats, FlameGraphOfEveryLayoutWorksInChromium) {
   uint64_t hottest_count = 0;
   for (const auto& [stack, count] : collapsed) {
     if (count > hottest_count &&
-        stack.find(std::string(pyperf::kPythonSuffix)) != std::string::npos)
+        stack.find(std::string(ebpf::pyperf::kPythonSuffix)) != std::string::npos)
       hottest = stack, hottest_count = count;
   }
   ASSERT_FALSE(hottest.empty());
-  pyperf::StackHead head;
-  std::vector<pyperf::SpelledFrame> frames;
-  ASSERT_TRUE(pyperf::ParseStackText(hottest, &head, &frames));
+  std::string why;
+  const auto line = ParseCollapsedLine(hottest + " " + std::to_string(hottest_count), &why);
+  ASSERT_TRUE(line) << why << ": " << hottest;
+  const std::vector<std::string>& frames = line->frames;
   size_t last_python = 0;
   for (size_t i = 0; i < frames.size(); ++i)
-    if (frames[i].kind == pyperf::FrameKind::kPython) last_python = i;
-  std::vector<std::string> spelled;
-  for (size_t i = 0; i <= last_python; ++i)
-    spelled.push_back(std::string(frames[i].text) +
-                      std::string(pyperf::FrameSuffix(frames[i].kind)));
-  const std::string thread_prefix = hottest.substr(0, hottest.find(';'));
-  std::string prefix = thread_prefix;
-  for (const auto& f : spelled) prefix += ";" + f;
+    if (KindOf(frames[i]) == FrameKind::kPython) last_python = i;
+  std::string prefix = hottest.substr(0, hottest.find(';'));
+  for (size_t i = 0; i <= last_python; ++i) prefix += ";" + frames[i];
   uint64_t expected_samples = 0;
   for (const auto& [stack, count] : collapsed)
     if (stack == prefix || stack.rfind(prefix + ";", 0) == 0) expected_samples += count;
 
   const std::string screenshot = std::string(PYPERF_BUILD_DIR) + "/flamegraph-versions.png";
   // Searched for by its function's name, as a person would.
-  pyperf::PythonFrameParts python;
-  ASSERT_TRUE(pyperf::ParsePythonFrameText(frames[last_python].text, &python));
-  const std::string function(python.name.substr(python.name.rfind('.') + 1));
+  const auto python = ParsePythonFrame(frames[last_python], &why);
+  ASSERT_TRUE(python) << why;
+  const std::string& function = python->function;
   FlameGraphPageResult page = CheckFlameGraphPage(
       largest + ".html", FlameGraphNodePath(hottest, last_python + 1), function, screenshot);
   ASSERT_EQ(page.error, "");

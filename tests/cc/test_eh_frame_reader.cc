@@ -21,7 +21,7 @@
 #include "support/test_support.h"
 #include "unwind_accessors.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 // A module mapped at its own addresses (bias 0) over a synthetic stack whose
@@ -279,4 +279,4 @@ TEST(EhFrameReaderTest, CorruptOrTruncatedBytesGiveNoRuleNeverACrash) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -27,7 +27,7 @@ __attribute__((used)) long pyperf_elf_test_zeroed[64];
 __attribute__((used)) static long pyperf_elf_test_local = 0x1234567890abcdefL;
 constexpr char kLocalSymbol[] = "_ZL21pyperf_elf_test_local";
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 using pyperf_test::RunCommand;
@@ -246,4 +246,4 @@ TEST(ElfFile, FindsStaticSymbolsOnlyInSymtab) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -1,11 +1,11 @@
-// The flamegraph format (FlameGraphEncoder.h): the page's structure and
+// The flamegraph format (FlameGraphEncoder.h): the page's structure, names and
 // escaping on synthetic dumps (every frame kind, hostile names, a deep stack,
-// an unparseable stack, bytes that are not UTF-8), the page in chromium
-// through its real UI (no console errors or network requests, the data's
-// collapsed round trip, a frame's tooltip figures, click-to-zoom, search, no
-// hostile name ever executing). Real PyPerf runs on every interpreter layout:
-// Formats.FlameGraphOfEveryLayoutWorksInChromium (test_e2e_versions.cc) and
-// the demo's page (test_e2e_demo.cc).
+// bytes that are not UTF-8), its tree merging frames by identity, the page in
+// chromium through its real UI (no console errors or network requests, the
+// data turned back into stacks, a frame's label, tooltip and figures,
+// click-to-zoom, search, no hostile name ever executing). Real PyPerf runs on
+// every interpreter layout: Formats.FlameGraphOfEveryLayoutWorksInChromium
+// (test_e2e_versions.cc) and the demo's page (test_e2e_demo.cc).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -19,41 +19,45 @@
 #include "support/collapsed.h"
 #include "support/encoded_dump.h"
 #include "support/flamegraph_page.h"
+#include "support/test_stack.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
 namespace {
 
-using pyperf::FrameKind;
-using pyperf::SpellFrame;
 using Stacks = std::map<std::string, uint64_t>;
 
 const std::string kScriptInjection = "</script><script>alert(1)</script>";
 const std::string kImgInjection = "<img src=x onerror=alert(2)>";
+// Every Python frame here is in this file: module "srv.app.mod", so a frame
+// of "f" is "mod.f" on its box and "srv.app.mod.f (/srv/app/mod.py:7)" in
+// its tooltip.
+const std::string kFile = "/srv/app/mod.py";
 
 constexpr uint64_t kPeriodNs = 10101010;
 
 // Dumps `stacks` with the flamegraph encoder, as ProfileOutput does.
-std::string Encode(const Stacks& stacks, uint64_t period_ns = kPeriodNs) {
-  SyntheticDump dump(DumpStacks(stacks.begin(), stacks.end()), period_ns);
-  return EncodeDump(pyperf::ProfileFormat::kFlameGraph, dump.profile());
+std::string Encode(const DumpStacks& stacks, uint64_t period_ns = kPeriodNs) {
+  SyntheticDump dump(stacks, period_ns);
+  return EncodeDump(ebpf::pyperf::ProfileFormat::kFlameGraph, dump.profile());
 }
 
 // Writes that page to `path`.
-bool WritePage(const Stacks& stacks, const std::string& path, uint64_t period_ns = kPeriodNs) {
-  SyntheticDump dump(DumpStacks(stacks.begin(), stacks.end()), period_ns);
-  return EncodeDumpToFile(pyperf::ProfileFormat::kFlameGraph, dump.profile(), path);
+bool WritePage(const DumpStacks& stacks, const std::string& path, uint64_t period_ns = kPeriodNs) {
+  SyntheticDump dump(stacks, period_ns);
+  return EncodeDumpToFile(ebpf::pyperf::ProfileFormat::kFlameGraph, dump.profile(), path);
 }
 
-std::string Py(const std::string& name, int line = 7) {
-  return SpellFrame(FrameKind::kPython,
-                    name + " (/srv/app/" + "mod.py:" + std::to_string(line) + ")");
+TestStack Thread(uint32_t tid, const std::string& comm = "python3", uint32_t pid = 100) {
+  return TestStack(comm, pid, tid);
 }
 
-// A Python frame spelled by hand: SpellFrame would turn U+2028 and some
-// control characters into '_', and the encoder must cope with them anyway.
-std::string RawPy(const std::string& name) {
-  return name + " (/srv/app/mod.py:7)" + std::string(pyperf::kPythonSuffix);
+// What the page's data turns back into (FlameGraphPageResult::collapsed).
+Stacks PageStacks(const DumpStacks& stacks) {
+  Stacks out;
+  for (const auto& [stack, count] : stacks)
+    out[EscapedStack(stack, PythonNaming::kFullName)] += count;
+  return out;
 }
 
 size_t Occurrences(const std::string& text, const std::string& what) {
@@ -72,43 +76,52 @@ std::string DataElement(const std::string& page) {
   return end == std::string::npos ? "" : page.substr(start, end - start);
 }
 
-// A dump with every frame kind, hostile names, a 200-frame stack and an
-// unparseable stack. The hostile Python frame has 5 samples of 100.
-Stacks HostileStacks() {
-  const std::string head = "python3-100/101;";
-  const std::string main = Py("app.main", 3) + ";";
-  Stacks stacks;
-  stacks[head + main + Py("app." + kScriptInjection, 9)] = 5;
-  stacks[head + main + Py("app.quote\"s'and\\back\\slash")] = 4;
-  stacks[head + main + RawPy("app.sep\u2028line\u2029para")] = 3;
-  stacks[head + main + Py("app.emoji_\U0001F525_rtl_\u05e9\u05dc\u05d5\u05dd")] = 3;
-  stacks[head + main + RawPy("app.ctl\x01\x1f\x7f_&amp_" + kImgInjection)] = 2;
-  stacks[head + main + SpellFrame(FrameKind::kNative, "PyEval_EvalFrameDefault") + ";" +
-         SpellFrame(FrameKind::kNative, "libc.so.6+0x1f2a3") + ";" +
-         SpellFrame(FrameKind::kKernel, "do_syscall_64") + ";" +
-         SpellFrame(FrameKind::kKernel, "__x64_sys_read")] = 20;
-  stacks[head + SpellFrame(FrameKind::kMarker, pyperf::kTruncatedPythonStack) + ";" +
-         Py("app.deep")] = 6;
-  stacks[head + pyperf::NativeStackErrorFrame("unw_step failed: -7")] = 2;
-  stacks[head + pyperf::SampleErrorFrame(3)] = 1;
-  std::string deep = "python3-100/102";
-  for (int i = 0; i < 200; ++i) deep += ";" + Py("app.recurse", i + 1);
-  stacks[deep] = 40;
-  stacks["weird comm-with-dash/x-200/200;" + Py("other.main")] = 10;
-  // No known suffix on its last frame: ParseStackText rejects it.
-  stacks["python3-100/101;" + Py("app.main", 3) + ";no_suffix_frame"] = 3;
-  stacks["python3-0100/101;" + Py("app.main", 3)] = 1;  // non-canonical pid
-  return stacks;
+// The stack with the hostile Python frame (5 samples of the dump's 100).
+TestStack HostileStack() {
+  return Thread(101).Python("main", kFile, 3).Python("inject" + kScriptInjection, kFile, 9);
 }
 
-uint64_t Total(const Stacks& stacks) {
+// A deep stack: 200 frames of recurse.
+TestStack DeepStack() {
+  TestStack deep = Thread(102);
+  for (int i = 0; i < 200; ++i) deep.Python("recurse", kFile, i + 1);
+  return deep;
+}
+
+// A dump with every frame kind, hostile names (the page shows them escaped as
+// the collapsed text escapes them: ';' and line breaks are '_'; everything
+// else, markup and quotes included, is the page's to make safe) and a
+// 200-frame stack.
+DumpStacks HostileStacks() {
+  auto main = [] { return Thread(101).Python("main", kFile, 3); };
+  return {
+      {HostileStack(), 5},
+      {main().Python("quote\"s'and\\back\\slash", kFile, 7), 4},
+      {main().Python("sep\u2028line\u2029para;semi\nnewline", kFile, 7), 3},
+      {main().Python("emoji_\U0001F525_rtl_\u05e9\u05dc\u05d5\u05dd", kFile, 7), 3},
+      {main().Python("ctl\x01\x1f\x7f_&amp_" + kImgInjection, kFile, 7), 2},
+      {main()
+           .Native("PyEval_EvalFrameDefault", "/usr/lib/libpython3.11.so", "", 0x1234)
+           .Native("libc.so.6+0x1f2a3")
+           .Kernel("do_syscall_64")
+           .Kernel("__x64_sys_read"),
+       20},
+      {Thread(101).Marker(std::string(ebpf::pyperf::kTruncatedPythonStack)).Python("deep", kFile, 7), 6},
+      {Thread(101).Marker(ebpf::pyperf::NativeStackErrorText("unw_step failed: -7")), 2},
+      {Thread(101).Marker(ebpf::pyperf::SampleErrorText(3)), 1},
+      {DeepStack(), 40},
+      {Thread(200, "weird comm-with-dash/x", 200).Python("other", kFile, 7), 14},
+  };
+}
+
+uint64_t Total(const DumpStacks& stacks) {
   uint64_t total = 0;
   for (const auto& entry : stacks) total += entry.second;
   return total;
 }
 
 TEST(FlameGraphEncoder, WritesOneSelfContainedPageWithItsDataAsJson) {
-  std::string page = Encode({{"python3-1/1;" + Py("app.main"), 1}});
+  std::string page = Encode({{Thread(1).Python("main", kFile, 7), 1}});
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(Occurrences(page, "@@PYPERF_"), 0u) << "a placeholder left in the page";
   EXPECT_EQ(Occurrences(page, "<script type=\"application/json\" id=\"pyperf-profile\">"), 1u);
@@ -122,7 +135,33 @@ TEST(FlameGraphEncoder, WritesOneSelfContainedPageWithItsDataAsJson) {
   EXPECT_NE(data.find("\"periodNs\":10101010"), std::string::npos) << data;
   EXPECT_NE(data.find("\"start\":\"2025-12-03T13:53:20.00Z\""), std::string::npos) << data;
   EXPECT_NE(data.find("\"end\":\"2025-12-03T13:54:20.00Z\""), std::string::npos) << data;
-  EXPECT_NE(data.find("app.main (/srv/app/mod.py:7)"), std::string::npos) << data;
+  // A Python frame: kind 3, its label, its title.
+  EXPECT_NE(data.find("[3,\"mod.main\",\"srv.app.mod.main (/srv/app/mod.py:7)\"]"),
+            std::string::npos)
+      << data;
+  EXPECT_NE(data.find("[1,\"python3-100\"],[2,\"1\"]"), std::string::npos) << data;
+}
+
+TEST(FlameGraphEncoder, PythonBoxShowsItsFileAndFunctionAndItsTooltipTheFullName) {
+  const std::string file = "/srv/bcc-pyperf/examples/cpp/pyperf/demo/demo_workload.py";
+  std::string data =
+      DataElement(Encode({{Thread(1).Python("RequestHandler.handle", file, 14), 3}}));
+  EXPECT_NE(data.find("[3,\"demo_workload.RequestHandler.handle\",\"srv.bcc-pyperf.examples.cpp."
+                      "pyperf.demo.demo_workload.RequestHandler.handle (/srv/bcc-pyperf/examples/"
+                      "cpp/pyperf/demo/demo_workload.py:14)\"]"),
+            std::string::npos)
+      << data;
+}
+
+TEST(FlameGraphEncoder, OtherFramesAreNamedByTheirText) {
+  std::string data = DataElement(Encode({{Thread(1)
+                                              .Native("PyObject_Call", "/lib/libpython.so")
+                                              .Kernel("do_syscall_64")
+                                              .Marker(std::string(ebpf::pyperf::kLostSymbol)),
+                                          1}}));
+  EXPECT_NE(data.find("[4,\"PyObject_Call\"],[5,\"do_syscall_64\"],[6,\"[Lost Symbol]\"]"),
+            std::string::npos)
+      << data;
 }
 
 TEST(FlameGraphEncoder, HostileNamesCannotCloseTheScriptOrBreakTheJavaScript) {
@@ -140,26 +179,24 @@ TEST(FlameGraphEncoder, HostileNamesCannotCloseTheScriptOrBreakTheJavaScript) {
     }
   }
   std::string data = DataElement(page);
-  EXPECT_NE(data.find("app.\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"), std::string::npos);
+  EXPECT_NE(data.find("mod.inject\\u003c/script\\u003e\\u003cscript\\u003ealert(1)"),
+            std::string::npos);
   EXPECT_NE(data.find("quote\\\"s'and\\\\back\\\\slash"), std::string::npos);
-  EXPECT_NE(data.find("sep\\u2028line\\u2029para"), std::string::npos);
+  EXPECT_NE(data.find("sep_line_para_semi_newline"), std::string::npos)
+      << "names are escaped as the collapsed text escapes them";
+  EXPECT_EQ(data.find("\\u2028"), std::string::npos) << "no line break reaches the page";
   EXPECT_NE(data.find("ctl\\u0001\\u001f\\u007f_\\u0026amp_\\u003cimg"), std::string::npos);
   EXPECT_NE(data.find("emoji_\U0001F525_rtl_\u05e9\u05dc\u05d5\u05dd"), std::string::npos)
       << "other characters stay as they are";
-  // The unparseable stacks: under the marker node, their texts kept.
-  EXPECT_NE(data.find("[6,\"[Unparseable Stack]\"]"), std::string::npos);
-  EXPECT_NE(data.find(";no_suffix_frame\",3]"), std::string::npos);
-  EXPECT_NE(data.find("\"python3-0100/101;"), std::string::npos);
 }
 
 TEST(FlameGraphEncoder, BytesThatAreNotUtf8BecomeReplacementCharacters) {
-  // Stack texts are UTF-8 by FrameSpelling's promise; the page stays strict
+  // Names are UTF-8 by the sample assembler's promise; the page stays strict
   // UTF-8 even if one is not (overlong, surrogate, truncated sequence).
-  std::string bad = "python3-1/1;" + SpellFrame(FrameKind::kNative,
-                                                "a\xc0\xaf"
-                                                "b\xed\xa0\x80"
-                                                "c\xe2\x82");
-  std::string page = Encode({{bad, 2}});
+  std::string page = Encode({{Thread(1).Native("a\xc0\xaf"
+                                               "b\xed\xa0\x80"
+                                               "c\xe2\x82"),
+                              2}});
   EXPECT_FALSE(FirstNonUtf8Byte(page).has_value());
   EXPECT_NE(DataElement(page).find("a\\ufffd\\ufffdb\\ufffd\\ufffd\\ufffdc\\ufffd\\ufffd"),
             std::string::npos)
@@ -168,17 +205,53 @@ TEST(FlameGraphEncoder, BytesThatAreNotUtf8BecomeReplacementCharacters) {
 
 TEST(FlameGraphEncoder, MergesStacksIntoATreeSharingPrefixes) {
   // 20k distinct stacks of 30 frames share most of their frames: the data
-  // holds each distinct frame text once.
-  Stacks stacks;
+  // holds each distinct frame once.
+  DumpStacks stacks;
   for (int i = 0; i < 20000; ++i) {
-    std::string stack = "python3-7/" + std::to_string(8 + i % 4);
-    for (int d = 0; d < 29; ++d) stack += ";" + Py("lib.level" + std::to_string(d), d + 1);
-    stack += ";" + Py("lib.leaf" + std::to_string(i), 1);
-    stacks[stack] = 1 + i % 3;
+    TestStack stack = Thread(8 + i % 4, "python3", 7);
+    for (int d = 0; d < 29; ++d) stack.Python("level" + std::to_string(d), kFile, d + 1);
+    stack.Python("leaf" + std::to_string(i), kFile, 1);
+    stacks.push_back({stack, 1 + i % 3});
   }
   std::string page = Encode(stacks);
-  EXPECT_EQ(Occurrences(page, "lib.level5 ("), 1u);
+  EXPECT_EQ(Occurrences(page, "\"mod.level5\""), 1u);
   EXPECT_LT(page.size(), 4u << 20) << "the tree should share prefixes";
+}
+
+// Two frames of one display name in two files, and in one file at two lines,
+// are three boxes.
+DumpStacks SameDisplayNameStacks() {
+  return {{Thread(1).Python("Handler.run", "/a/app/util.py", 5), 2},
+          {Thread(1).Python("Handler.run", "/b/lib/util.py", 5), 3},
+          {Thread(1).Python("Handler.run", "/b/lib/util.py", 6), 4}};
+}
+
+TEST(FlameGraphEncoder, FramesOfOneDisplayNameInTwoFilesOrLinesAreSeparateBoxes) {
+  std::string data = DataElement(Encode(SameDisplayNameStacks()));
+  EXPECT_EQ(Occurrences(data, "\"util.Handler.run\""), 3u) << data;
+  EXPECT_NE(data.find("\"a.app.util.Handler.run (/a/app/util.py:5)\""), std::string::npos);
+  EXPECT_NE(data.find("\"b.lib.util.Handler.run (/b/lib/util.py:5)\""), std::string::npos);
+  EXPECT_NE(data.find("\"b.lib.util.Handler.run (/b/lib/util.py:6)\""), std::string::npos);
+}
+
+// memcpy at two addresses of libc and in another file: one box under main;
+// the kernel's memcpy another.
+DumpStacks NativeAddressStacks() {
+  auto main = [] { return Thread(1).Python("main", kFile, 3); };
+  return {{main().Native("memcpy", "/lib/libc.so.6", "ab12", 0x100), 2},
+          {main().Native("memcpy", "/lib/libc.so.6", "ab12", 0x200), 3},
+          {main().Native("memcpy", "/lib/other.so", "", 0x300), 4},
+          {main().Kernel("memcpy"), 1}};
+}
+
+TEST(FlameGraphEncoder, NativeFramesThatDifferOnlyInAddressAreOneBox) {
+  std::string data = DataElement(Encode(NativeAddressStacks()));
+  EXPECT_EQ(Occurrences(data, "[4,\"memcpy\"]"), 1u) << data;
+  EXPECT_EQ(Occurrences(data, "[5,\"memcpy\"]"), 1u) << data;
+  // root, process, thread, main, then (in the collapsed lines' order,
+  // "memcpy_[k]" before "memcpy_[pn]") the kernel's memcpy and the native one.
+  EXPECT_NE(data.find("\"nodes\":[-1,0,0,0,1,0,1,2,0,2,3,0,3,4,1,3,5,9]"), std::string::npos)
+      << data;
 }
 
 // Checks the page in chromium; skips (fails in strict mode) without it.
@@ -191,13 +264,14 @@ TEST(FlameGraphEncoder, MergesStacksIntoATreeSharingPrefixes) {
 TEST(FlameGraphPage, HostileFrameShowsItsShareZoomsAndNeverExecutes) {
   TempDir dir;
   const std::string html = dir.File("hostile.html");
-  const Stacks stacks = HostileStacks();
+  const DumpStacks stacks = HostileStacks();
   ASSERT_TRUE(WritePage(stacks, html));
-  const std::vector<std::string> path = {"python3-100", "101", Py("app.main", 3),
-                                         Py("app." + kScriptInjection, 9)};
-  CHECK_PAGE_OR_SKIP(page, html, path, "alert(", dir.File("hostile.png"));
-  EXPECT_EQ(page.collapsed, stacks) << "the page's data turned back into collapsed stacks";
+  CHECK_PAGE_OR_SKIP(page, html, FlameGraphNodePath(HostileStack(), 2), "alert(",
+                     dir.File("hostile.png"));
+  EXPECT_EQ(page.collapsed, PageStacks(stacks)) << "the page's data turned back into stacks";
   EXPECT_TRUE(page.found);
+  EXPECT_EQ(page.label, "mod.inject" + kScriptInjection);
+  EXPECT_EQ(page.tooltip, "srv.app.mod.inject" + kScriptInjection + " (/srv/app/mod.py:9)_[p]");
   EXPECT_EQ(page.samples, 5u);
   EXPECT_NEAR(page.percent, 100.0 * 5 / Total(stacks), 0.0006);
   EXPECT_TRUE(page.zoomed);
@@ -209,49 +283,72 @@ TEST(FlameGraphPage, HostileFrameShowsItsShareZoomsAndNeverExecutes) {
 TEST(FlameGraphPage, DeepStackLeafAndUnicodeSearch) {
   TempDir dir;
   const std::string html = dir.File("deep.html");
-  const Stacks stacks = HostileStacks();
+  const DumpStacks stacks = HostileStacks();
   ASSERT_TRUE(WritePage(stacks, html));
-  std::vector<std::string> path = {"python3-100", "102"};
-  for (int i = 0; i < 200; ++i) path.push_back(Py("app.recurse", i + 1));
-  CHECK_PAGE_OR_SKIP(page, html, path, "\U0001F525_rtl_\u05e9", "");
+  CHECK_PAGE_OR_SKIP(page, html, FlameGraphNodePath(DeepStack(), 200), "\U0001F525_rtl_\u05e9", "");
   EXPECT_TRUE(page.found);
+  EXPECT_EQ(page.label, "mod.recurse");
   EXPECT_EQ(page.samples, 40u);
   EXPECT_NEAR(page.percent, 100.0 * 40 / Total(stacks), 0.0006);
   EXPECT_TRUE(page.zoomed);
   EXPECT_EQ(page.search_matches, 1u);
 }
 
-TEST(FlameGraphPage, UnparseableStacksAreOneMarkerNode) {
+// A box of the page of `stacks`, as chromium shows it.
+struct ExpectedBox {
+  std::vector<std::string> path;
+  std::string search;
+  std::string label, tooltip;
+  uint64_t samples = 0;
+  uint64_t search_matches = 0;
+};
+
+void ExpectBox(const DumpStacks& stacks, const ExpectedBox& box) {
   TempDir dir;
-  const std::string html = dir.File("unparseable.html");
-  const Stacks stacks = HostileStacks();
+  const std::string html = dir.File("page.html");
   ASSERT_TRUE(WritePage(stacks, html));
-  CHECK_PAGE_OR_SKIP(page, html,
-                     {pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kUnparseableStack)},
-                     "sep\u2028line", "");
+  CHECK_PAGE_OR_SKIP(page, html, box.path, box.search, "");
+  EXPECT_EQ(page.collapsed, PageStacks(stacks));
   EXPECT_TRUE(page.found);
-  EXPECT_EQ(page.samples, 4u) << "the two rejected stacks' 3 + 1 samples";
-  EXPECT_EQ(page.search_matches, 1u);
+  EXPECT_EQ(page.label, box.label);
+  EXPECT_EQ(page.tooltip, box.tooltip);
+  EXPECT_EQ(page.samples, box.samples);
+  EXPECT_EQ(page.search_matches, box.search_matches);
+}
+
+TEST(FlameGraphPage, OneDisplayNameInTwoFilesIsTwoBoxesOfTheirOwnShare) {
+  const DumpStacks stacks = SameDisplayNameStacks();
+  ExpectBox(stacks, {FlameGraphNodePath(stacks[1].first, 1), "util.Handler.run", "util.Handler.run",
+                     "b.lib.util.Handler.run (/b/lib/util.py:5)_[p]", 3, 3});
+}
+
+TEST(FlameGraphPage, NativeFramesThatDifferOnlyInAddressAreOneBox) {
+  const DumpStacks stacks = NativeAddressStacks();
+  // Its samples are the three native stacks'; the search finds it and the
+  // kernel's memcpy.
+  ExpectBox(stacks, {FlameGraphNodePath(stacks[0].first, 2), "memcpy", "memcpy", "memcpy_[pn]",
+                     2 + 3 + 4, 2});
 }
 
 TEST(FlameGraphPage, TwentyThousandStacksStayUsable) {
   TempDir dir;
   const std::string html = dir.File("big.html");
-  Stacks stacks;
+  DumpStacks stacks;
+  uint64_t thread8 = 0, total = 0;
   for (int i = 0; i < 20000; ++i) {
-    std::string stack = "python3-7/" + std::to_string(8 + i % 4);
+    TestStack stack = Thread(8 + i % 4, "python3", 7);
     for (int d = 0; d < 20; ++d)
-      stack += ";" + Py("lib.f" + std::to_string(d * 7 + i % (d + 2)), d + 1);
-    stacks[stack] += 1 + i % 5;
+      stack.Python("f" + std::to_string(d * 7 + i % (d + 2)), "/srv/lib.py", d + 1);
+    const uint64_t count = 1 + i % 5;
+    stacks.push_back({stack, count});
+    total += count;
+    if (stack.tid == 8) thread8 += count;
   }
   ASSERT_TRUE(WritePage(stacks, html));
-  uint64_t thread8 = 0;
-  for (const auto& [stack, count] : stacks)
-    if (stack.rfind("python3-7/8;", 0) == 0) thread8 += count;
   CHECK_PAGE_OR_SKIP(page, html, {"python3-7", "8"}, "lib.f0 (", "");
-  EXPECT_EQ(page.collapsed, stacks);
+  EXPECT_EQ(page.collapsed, PageStacks(stacks));
   EXPECT_EQ(page.samples, thread8);
-  EXPECT_NEAR(page.percent, 100.0 * thread8 / Total(stacks), 0.0006);
+  EXPECT_NEAR(page.percent, 100.0 * thread8 / total, 0.0006);
   EXPECT_TRUE(page.zoomed);
   EXPECT_EQ(page.search_matches, 2u) << "lib.f0 is the first frame of threads 8 and 10";
 }

@@ -1,18 +1,18 @@
 // Tests of FrameSpelling: the spellings gProfiler reads (written out here as
 // literals, the one place the tests do not take them from FrameSpelling.h),
-// the escaping of outside text, and one sample's stack as StackText builds it.
+// the escaping of outside text, a sample's collapsed line as StackSpeller
+// spells it, and the names people read in the other formats.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
 #include "FrameSpelling.h"
 #include "PyPerfBpfShared.h"
-#include "native_unwinder.h"
+#include "Sample.h"
+#include "support/test_stack.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 TEST(FrameSpelling, SuffixesAreTheOnesGProfilerReads) {
@@ -69,172 +69,201 @@ TEST(FrameSpelling, EveryLineBreakPythonSplitsAtBecomesOneUnderscore) {
             "c_[pn]");
 }
 
-// Starts a sample of comm "python3", 16 bytes as the kernel gives it.
-void StartPython3(StackText* stack, uint32_t pid, uint32_t tid) {
-  const char comm[16] = "python3";
-  stack->Start(comm, sizeof(comm), pid, tid);
+using pyperf_test::Collapsed;
+using pyperf_test::Intern;
+using pyperf_test::TestStack;
+
+// The marker texts a sample's frames hold: the frames above without their
+// suffix, and not escaped (the collapsed text escapes them where it spells them).
+TEST(FrameSpelling, MarkerTextsAreTheirFramesWithoutTheSuffix) {
+  EXPECT_EQ(SampleErrorText(PYPERF_ERROR_FRAME_CYCLE), "[Sample Error FRAME_CYCLE]");
+  EXPECT_EQ(NativeStackErrorText("unw_step (unspecified; error)"),
+            "[Native Stack Error: unw_step (unspecified; error)]");
+  const uint8_t errors[] = {PYPERF_ERROR_NO_OFFSETS,
+                            PYPERF_ERROR_NO_INTERPRETER,
+                            PYPERF_ERROR_THREAD_STATE,
+                            PYPERF_ERROR_TAIL_CALL,
+                            PYPERF_ERROR_FRAME_CYCLE,
+                            PYPERF_ERROR_FRAME_UNREADABLE,
+                            200};
+  for (uint8_t error : errors) {
+    EXPECT_EQ(SpellFrame(FrameKind::kMarker, SampleErrorText(error)), SampleErrorFrame(error));
+  }
+  EXPECT_EQ(SpellFrame(FrameKind::kMarker, NativeStackErrorText("a; b")),
+            NativeStackErrorFrame("a; b"));
 }
 
-// A sample with nothing to show still has a frame: gProfiler cannot read a
-// line without one.
-TEST(StackText, ASampleWithoutFramesGetsTheNoFramesMarker) {
-  StackText stack;
-  StartPython3(&stack, 1, 2);
-  stack.EnsureFrame();
-  EXPECT_EQ(stack.text(), "python3-1/2;[No Frames]_[pe]");
-  StartPython3(&stack, 1, 2);
-  stack.Add(FrameKind::kKernel, "vfs_read");
-  stack.EnsureFrame();
-  EXPECT_EQ(stack.text(), "python3-1/2;vfs_read_[k]");
+TEST(StackSpeller, FirstTokenIsCommPidAndTid) {
+  EXPECT_EQ(Collapsed(TestStack("python3", 1234, 1240).Kernel("vfs_read")),
+            "python3-1234/1240;vfs_read_[k]");
+  // The thread alone, as the line starts.
+  FrameDictionary dictionary;
+  Sample sample = Intern(TestStack("my-comm/x", 7, 8), &dictionary);
+  StackSpeller speller(dictionary);
+  std::string out = "kept";
+  speller.AppendThread(sample, &out);
+  EXPECT_EQ(out, "keptmy-comm/x-7/8");
 }
 
-TEST(StackText, FirstTokenIsCommPidAndTid) {
-  StackText stack;
-  StartPython3(&stack, 1234, 1240);
-  EXPECT_EQ(stack.text(), "python3-1234/1240");
-  // A stack is reused: Start forgets the previous sample.
-  stack.Add(FrameKind::kKernel, "vfs_read");
-  StartPython3(&stack, 7, 8);
-  EXPECT_EQ(stack.text(), "python3-7/8");
+TEST(StackSpeller, CommIsEscaped) {
+  EXPECT_EQ(Collapsed(TestStack("a;b\nc", 1, 2).Kernel("f")), "a_b_c-1/2;f_[k]");
 }
 
-TEST(StackText, CommIsEscapedAndMadeUtf8) {
-  StackText stack;
-  const char semicolon[16] = "a;b";
-  stack.Start(semicolon, sizeof(semicolon), 1, 2);
-  EXPECT_EQ(stack.text(), "a_b-1/2");
-  // The kernel keeps 16 bytes without a NUL when the name fills them.
-  const char full[16] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h',
-                         'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'};
-  stack.Start(full, sizeof(full), 1, 2);
-  EXPECT_EQ(stack.text(), "abcdefghijklmnop-1/2");
-  const char latin1[16] = "gr\xf6\xdf;e";
-  stack.Start(latin1, sizeof(latin1), 1, 2);
-  EXPECT_EQ(stack.text(), "gr\xEF\xBF\xBD\xEF\xBF\xBD_e-1/2");
-}
-
-TEST(StackText, FramesFollowTheFirstTokenRootFirst) {
-  StackText stack;
-  const char comm[16] = "app";
-  stack.Start(comm, sizeof(comm), 10, 11);
-  stack.AddMarker(kTruncatedPythonStack);
-  stack.AddSampleError(PYPERF_ERROR_TAIL_CALL);
-  stack.AddSpelled("m.f (/m.py:3)_[p]");
-  stack.Add(FrameKind::kNative, "read");
-  stack.Add(FrameKind::kKernel, "do_syscall_64");
-  stack.AddKernelAddress(0xffffffff81000abcull);
-  EXPECT_EQ(stack.text(),
+// Every kind of frame, root first, each spelled with its suffix.
+TEST(StackSpeller, FramesFollowTheFirstTokenRootFirst) {
+  TestStack stack("app", 10, 11);
+  stack.Marker(std::string(kTruncatedPythonStack))
+      .Marker(SampleErrorText(PYPERF_ERROR_TAIL_CALL))
+      .Python("main", "/m.py", 3)
+      .Python("Handler.run", "/usr/lib/python3.11/json/decoder.py", 40)
+      .Marker(NativeStackErrorText("unw_step (unspecified; error)"))
+      .Native("read", "/lib/libc.so.6", "0123abcd", 0x1234)
+      .Native("unknown_file")
+      .Kernel("do_syscall_64")
+      .Kernel("0xffffffff81000abc");
+  EXPECT_EQ(Collapsed(stack),
             "app-10/11;[Truncated Python Stack]_[pe];[Sample Error TAIL_CALL]_[pe];"
-            "m.f (/m.py:3)_[p];read_[pn];do_syscall_64_[k];0xffffffff81000abc_[k]");
+            "m.main (/m.py:3)_[p];"
+            "json.decoder.Handler.run (/usr/lib/python3.11/json/decoder.py:40)_[p];"
+            "[Native Stack Error: unw_step (unspecified_ error)]_[pe];read_[pn];"
+            "unknown_file_[pn];do_syscall_64_[k];0xffffffff81000abc_[k]");
 }
 
-NativeFrame Frame(const std::string& name, bool error = false) {
-  NativeFrame f;
-  f.name = name;
-  f.error = error;
-  return f;
+// The collapsed text names no native file or address: gProfiler reads the
+// symbol alone.
+TEST(StackSpeller, NativeFramesAreSpelledByTheirSymbolAlone) {
+  EXPECT_EQ(Collapsed(TestStack("p", 1, 1).Native("memcpy", "/lib/libc.so.6", "ab", 0x1234)),
+            Collapsed(TestStack("p", 1, 1).Native("memcpy", "/lib64/libc.so.6", "cd", 0x99)));
 }
 
-TEST(StackText, NativeFramesAreAddedRootFirst) {
-  StackText stack;
-  stack.Start("p", 2, 1, 1);
-  NativeUnwindResult result;
-  result.reached_stop = true;
-  stack.AddNativeFrames({Frame("leaf"), Frame("middle"), Frame("_PyEval_EvalFrameDefault")},
-                        result);
-  EXPECT_EQ(stack.text(), "p-1/1;_PyEval_EvalFrameDefault_[pn];middle_[pn];leaf_[pn]");
+TEST(StackSpeller, SeparatorsAndLineBreaksInNamesBecomeUnderscores) {
+  EXPECT_EQ(Collapsed(TestStack("p", 1, 1)
+                          .Python("C.f;g\n", "/a;b/c\xe2\x80\xa8.py", 3)
+                          .Native("x;y\rz")
+                          .Kernel("k\v")
+                          .Marker("[m;\x1e]")),
+            "p-1/1;a_b.c_.C.f_g_ (/a_b/c_.py:3)_[p];x_y_z_[pn];k__[k];[m__]_[pe]");
 }
 
-TEST(StackText, AFailedNativeUnwindEndsWithAMarker) {
-  // unw_step failed after two frames: the marker stands where the unwind
-  // stopped, on the root side of the frames it found.
-  StackText stack;
-  stack.Start("p", 2, 1, 1);
-  NativeUnwindResult result;
-  result.error = true;
-  stack.AddNativeFrames(
-      {Frame("leaf"), Frame("caller"), Frame("unw_step (unspecified; error)", true)}, result);
-  EXPECT_EQ(stack.text(),
-            "p-1/1;[Native Stack Error: unw_step (unspecified_ error)]_[pe];caller_[pn];leaf_[pn]");
+TEST(StackSpeller, AppendCollapsedFrameSpellsOneFrame) {
+  FrameDictionary dictionary;
+  Sample sample =
+      Intern(TestStack("p", 1, 1).Python("f", "/srv/app.py", 7).Kernel("k"), &dictionary);
+  StackSpeller speller(dictionary);
+  std::string out = "kept;";
+  speller.AppendCollapsedFrame(sample.frames[0], &out);
+  EXPECT_EQ(out, "kept;srv.app.f (/srv/app.py:7)_[p]");
+  out.clear();
+  speller.AppendCollapsedFrame(sample.frames[1], &out);
+  EXPECT_EQ(out, "k_[k]");
 }
 
-TEST(StackText, ANativeUnwindCutAtItsLimitStartsWithAMarker) {
-  StackText stack;
-  stack.Start("p", 2, 1, 1);
-  NativeUnwindResult result;
-  result.truncated = true;
-  stack.AddNativeFrames({Frame("leaf"), Frame("caller")}, result);
-  EXPECT_EQ(stack.text(), "p-1/1;[Truncated Native Stack]_[pe];caller_[pn];leaf_[pn]");
+struct Names {
+  std::string full, display;
+};
+
+// FullName and DisplayName of the first frame of `stack`.
+Names NamesOf(const TestStack& stack) {
+  FrameDictionary dictionary;
+  Sample sample = Intern(stack, &dictionary);
+  StackSpeller speller(dictionary);
+  return {std::string(speller.FullName(sample.frames[0])),
+          std::string(speller.DisplayName(sample.frames[0]))};
 }
 
-// The real unwinder's failures come out as markers: a snapshot without
-// registers, and one of a process that no longer exists.
-TEST(StackText, UnwinderFailuresPrintAsNativeStackErrors) {
-  NativeUnwinder unwinder;
-  std::vector<NativeFrame> frames;
-  StackText stack;
-
-  NativeSnapshot no_registers;
-  no_registers.pid = getpid();
-  NativeUnwindResult result = unwinder.Unwind(no_registers, &frames);
-  stack.Start("p", 2, 1, 1);
-  stack.AddNativeFrames(frames, result);
-  EXPECT_EQ(stack.text(), "p-1/1;[Native Stack Error: no registers]_[pe]");
-
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) _exit(0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  NativeSnapshot gone;
-  gone.pid = child;
-  gone.ip = 0x401000;
-  gone.sp = 0x7ffc0000;
-  result = unwinder.Unwind(gone, &frames);
-  stack.Start("p", 2, 1, 1);
-  stack.AddNativeFrames(frames, result);
-  EXPECT_TRUE(result.error);
-  const std::string& text = stack.text();
-  EXPECT_EQ(text.rfind("p-1/1;[Native Stack Error: reading process mappings (", 0), 0u) << text;
-  EXPECT_EQ(text.substr(text.size() - 7), ")]_[pe]") << text;
+// A Python frame of `qualified_name` in `file`.
+Names PythonNames(const std::string& file, const std::string& qualified_name) {
+  return NamesOf(TestStack("p", 1, 1).Python(qualified_name, file, 1));
 }
 
-// The encoders of the other formats read stacks back with ParseStackText: it
-// must give back exactly what StackText put in.
-TEST(ParseStackText, GivesBackWhatStackTextBuilt) {
-  StackText s;
-  s.Start("my-comm/x", 16, 123, 456);
-  s.Add(FrameKind::kPython, "app.main (/srv/app.py:3)");
-  s.Add(FrameKind::kNative, "_PyEval_EvalFrameDefault");
-  s.AddSampleError(PYPERF_ERROR_THREAD_STATE);
-  s.Add(FrameKind::kKernel, "do_syscall_64");
-  StackHead head;
-  std::vector<SpelledFrame> frames;
-  ASSERT_TRUE(ParseStackText(s.text(), &head, &frames)) << s.text();
-  EXPECT_EQ(head.comm, "my-comm/x");
-  EXPECT_EQ(head.pid, 123u);
-  EXPECT_EQ(head.tid, 456u);
-  ASSERT_EQ(frames.size(), 4u);
-  EXPECT_EQ(frames[0].kind, FrameKind::kPython);
-  EXPECT_EQ(frames[0].text, "app.main (/srv/app.py:3)");
-  EXPECT_EQ(frames[1].kind, FrameKind::kNative);
-  EXPECT_EQ(frames[1].text, "_PyEval_EvalFrameDefault");
-  EXPECT_EQ(frames[2].kind, FrameKind::kMarker);
-  EXPECT_EQ(frames[2].text, "[Sample Error THREAD_STATE]");
-  EXPECT_EQ(frames[3].kind, FrameKind::kKernel);
-  EXPECT_EQ(frames[3].text, "do_syscall_64");
+struct PythonNamesCase {
+  std::string file, qualified_name;
+  Names expected;
+};
+
+void ExpectPythonNames(const std::vector<PythonNamesCase>& cases) {
+  for (const auto& [file, qualified_name, expected] : cases) {
+    const Names names = PythonNames(file, qualified_name);
+    EXPECT_EQ(names.display, expected.display) << file;
+    EXPECT_EQ(names.full, expected.full) << file;
+  }
 }
 
-TEST(ParseStackText, RefusesWhatStackTextCannotHaveBuilt) {
-  StackHead head;
-  std::vector<SpelledFrame> frames;
-  EXPECT_FALSE(ParseStackText("", &head, &frames));
-  EXPECT_FALSE(ParseStackText("comm;f_[p]", &head, &frames));          // no pid/tid
-  EXPECT_FALSE(ParseStackText("comm-1/x;f_[p]", &head, &frames));      // tid not a number
-  EXPECT_FALSE(ParseStackText("comm-1/99999999999", &head, &frames));  // tid too large
-  EXPECT_FALSE(ParseStackText("comm-1/2;no_suffix", &head, &frames));  // a frame without kind
-  EXPECT_TRUE(ParseStackText("comm-1/2", &head, &frames));             // no frame at all
-  EXPECT_TRUE(frames.empty());
+// The flame graph shows a box by its display name: the file's base name and
+// the qualified name, not the script's whole directory path.
+TEST(StackSpeller, DisplayNameIsTheFileBaseNameAndTheQualifiedName) {
+  ExpectPythonNames({
+      {"/srv/bcc-pyperf/examples/cpp/pyperf/demo/demo_workload.py",
+       "RequestHandler.handle",
+       {"srv.bcc-pyperf.examples.cpp.pyperf.demo.demo_workload.RequestHandler.handle",
+        "demo_workload.RequestHandler.handle"}},
+      {"/usr/lib/python3.11/json/decoder.py",
+       "JSONDecoder.decode",
+       {"json.decoder.JSONDecoder.decode", "decoder.JSONDecoder.decode"}},
+  });
+}
+
+TEST(StackSpeller, DisplayNameOfSpecialFiles) {
+  ExpectPythonNames({
+      // A package's __init__.py is named by its package, as Python names it.
+      {"/srv/pkg/__init__.py", "f", {"srv.pkg.f", "pkg.f"}},
+      {"<frozen importlib._bootstrap>", "f", {"importlib._bootstrap.f", "_bootstrap.f"}},
+      {"<string>", "f", {"<string>.f", "<string>.f"}},
+      {"", "f", {"f", "f"}},
+  });
+}
+
+// Names are escaped as the collapsed text escapes them (';' and line breaks
+// become '_'): every format shows a frame as gProfiler does.
+TEST(StackSpeller, NamesOfOtherFramesAreTheirTextEscaped) {
+  const struct {
+    TestStack stack;
+    std::string expected;
+  } cases[] = {
+      {TestStack("p", 1, 1).Native("a;b", "/lib/x.so", "", 0x10), "a_b"},
+      {TestStack("p", 1, 1).Kernel("k\nl\xe2\x80\xa8m"), "k_l_m"},
+      {TestStack("p", 1, 1).Marker(std::string(kLostSymbol)), std::string(kLostSymbol)},
+  };
+  for (const auto& [stack, expected] : cases) {
+    Names names = NamesOf(stack);
+    EXPECT_EQ(names.full, expected);
+    EXPECT_EQ(names.display, expected);
+  }
+  const Names python = PythonNames("/a;b.py", "f\n");
+  EXPECT_EQ(python.display, "a_b.f_");
+  EXPECT_EQ(python.full, "a_b.f_");
+}
+
+// Text: a comm or a Python file, escaped the same way.
+TEST(StackSpeller, TextIsTheDictionaryStringEscaped) {
+  FrameDictionary dictionary;
+  Sample sample = Intern(TestStack("a;b\rc", 1, 1).Python("f", "/x;y\n.py", 1), &dictionary);
+  StackSpeller speller(dictionary);
+  EXPECT_EQ(speller.Text(sample.comm), "a_b_c");
+  EXPECT_EQ(speller.Text(sample.frames[0].file), "/x_y_.py");
+  // Asked again (the escaped copy is kept), and a string that needs nothing.
+  EXPECT_EQ(speller.Text(sample.comm), "a_b_c");
+  EXPECT_EQ(speller.Text(sample.frames[0].name), "f");
+}
+
+// One speller spells a whole dump: a name met in two files is two names.
+TEST(StackSpeller, OneNameInTwoFilesIsSpelledForEach) {
+  FrameDictionary dictionary;
+  Sample sample = Intern(TestStack("p", 1, 1)
+                             .Python("run", "/srv/a.py", 1)
+                             .Python("run", "/srv/b.py", 2)
+                             .Python("run", "/srv/a.py", 3),
+                         &dictionary);
+  StackSpeller speller(dictionary);
+  EXPECT_EQ(speller.FullName(sample.frames[0]), "srv.a.run");
+  EXPECT_EQ(speller.FullName(sample.frames[1]), "srv.b.run");
+  EXPECT_EQ(speller.DisplayName(sample.frames[2]), "a.run");
+  std::string out;
+  speller.AppendCollapsedStack(sample, &out);
+  EXPECT_EQ(out,
+            "p-1/1;srv.a.run (/srv/a.py:1)_[p];srv.b.run (/srv/b.py:2)_[p];"
+            "srv.a.run (/srv/a.py:3)_[p]");
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

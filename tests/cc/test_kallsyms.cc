@@ -11,7 +11,7 @@
 #include "kallsyms.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 using pyperf_test::ReadFile;
@@ -150,4 +150,4 @@ TEST(KernelSymbols, EmptyTableMissesEverything) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

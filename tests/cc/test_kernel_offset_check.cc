@@ -13,12 +13,12 @@
 
 namespace {
 
-using pyperf::ChooseKernelOffsets;
-using pyperf::KernelOffsetFlags;
-using pyperf::KernelOffsets;
-using pyperf::OffsetCheckRun;
-using pyperf::OffsetVerdict;
-using Outcome = pyperf::OffsetVerdict::Outcome;
+using ebpf::pyperf::ChooseKernelOffsets;
+using ebpf::pyperf::KernelOffsetFlags;
+using ebpf::KernelOffsets;
+using ebpf::pyperf::OffsetCheckRun;
+using ebpf::pyperf::OffsetVerdict;
+using Outcome = ebpf::pyperf::OffsetVerdict::Outcome;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -28,7 +28,7 @@ bool Contains(const std::string& text, const std::string& part) {
 
 pyperf_offset_check_input Input() {
   pyperf_offset_check_input input = {};
-  auto regs = pyperf::CandidateRegsOffsets();
+  auto regs = ebpf::pyperf::CandidateRegsOffsets();
   for (int l = 0; l < PYPERF_CHECK_REGS_LAYOUTS; ++l) input.regs_offsets[l] = regs[l];
   input.fsbase = 0x7f0000001740;
   input.candidate_count = 1;
@@ -44,13 +44,13 @@ pyperf_offset_check_result AllMatching(int layout) {
 }
 
 TEST(JudgeOffsetCheck, PassesWhenEverySampleMatchesAndFindsTheRegisters) {
-  auto regs = pyperf::CandidateRegsOffsets();
+  auto regs = ebpf::pyperf::CandidateRegsOffsets();
   EXPECT_EQ(regs[0], 16384u - 168u);
   EXPECT_EQ(regs[1], 16384u - 16u - 168u);  // FRED
-  OffsetVerdict plain = pyperf::JudgeOffsetCheck({2936, 32}, Input(), AllMatching(0));
+  OffsetVerdict plain = ebpf::pyperf::JudgeOffsetCheck({2936, 32}, Input(), AllMatching(0));
   EXPECT_EQ(plain.outcome, Outcome::kPass) << plain.why;
   EXPECT_EQ(plain.regs_offset, regs[0]);
-  OffsetVerdict fred = pyperf::JudgeOffsetCheck({2936, 32}, Input(), AllMatching(1));
+  OffsetVerdict fred = ebpf::pyperf::JudgeOffsetCheck({2936, 32}, Input(), AllMatching(1));
   EXPECT_EQ(fred.outcome, Outcome::kPass) << fred.why;
   EXPECT_EQ(fred.regs_offset, regs[1]);
 }
@@ -59,7 +59,7 @@ TEST(JudgeOffsetCheck, FailsOnAFsbaseMismatchAndSaysWhatWasRead) {
   pyperf_offset_check_result seen = AllMatching(0);
   seen.fsbase_matches = 0;
   seen.fsbase = 0xffff888000000000;
-  OffsetVerdict v = pyperf::JudgeOffsetCheck({24, 32}, Input(), seen);
+  OffsetVerdict v = ebpf::pyperf::JudgeOffsetCheck({24, 32}, Input(), seen);
   EXPECT_EQ(v.outcome, Outcome::kFail);
   EXPECT_TRUE(Contains(v.why, "task+24")) << v.why;
   EXPECT_TRUE(Contains(v.why, "0xffff888000000000")) << v.why;
@@ -69,22 +69,22 @@ TEST(JudgeOffsetCheck, FailsOnAFsbaseMismatchAndSaysWhatWasRead) {
 TEST(JudgeOffsetCheck, FailsWhenTheSavedRegistersDifferFromPerfs) {
   pyperf_offset_check_result seen = AllMatching(0);
   seen.regs_matches[0] = 7;  // one user-mode sample did not match
-  OffsetVerdict v = pyperf::JudgeOffsetCheck({2936, 40}, Input(), seen);
+  OffsetVerdict v = ebpf::pyperf::JudgeOffsetCheck({2936, 40}, Input(), seen);
   EXPECT_EQ(v.outcome, Outcome::kFail);
   EXPECT_TRUE(Contains(v.why, "task+40")) << v.why;
 }
 
 TEST(JudgeOffsetCheck, IsInconclusiveWithoutUserModeSamples) {
   pyperf_offset_check_result none = {};
-  EXPECT_EQ(pyperf::JudgeOffsetCheck({2936, 32}, Input(), none).outcome, Outcome::kInconclusive);
+  EXPECT_EQ(ebpf::pyperf::JudgeOffsetCheck({2936, 32}, Input(), none).outcome, Outcome::kInconclusive);
   pyperf_offset_check_result kernel_only = AllMatching(0);
   kernel_only.user_samples = 0;
   kernel_only.regs_matches[0] = 0;
-  EXPECT_EQ(pyperf::JudgeOffsetCheck({2936, 32}, Input(), kernel_only).outcome,
+  EXPECT_EQ(ebpf::pyperf::JudgeOffsetCheck({2936, 32}, Input(), kernel_only).outcome,
             Outcome::kInconclusive);
   // A wrong fsbase is wrong whatever mode the samples hit.
   kernel_only.fsbase_matches = 0;
-  EXPECT_EQ(pyperf::JudgeOffsetCheck({2936, 32}, Input(), kernel_only).outcome, Outcome::kFail);
+  EXPECT_EQ(ebpf::pyperf::JudgeOffsetCheck({2936, 32}, Input(), kernel_only).outcome, Outcome::kFail);
 }
 
 // ---- The choice, with a checker that knows the right pair.
@@ -97,8 +97,8 @@ struct FakeChecker {
   Outcome otherwise = Outcome::kFail;
   std::vector<KernelOffsets> asked;
 
-  pyperf::OffsetChecker Get() {
-    return [this](const std::vector<KernelOffsets>& candidates) -> pyperf::Result<OffsetCheckRun> {
+  ebpf::pyperf::OffsetChecker Get() {
+    return [this](const std::vector<KernelOffsets>& candidates) -> ebpf::Result<OffsetCheckRun> {
       asked = candidates;
       OffsetCheckRun run;
       for (const auto& c : candidates) {
@@ -122,14 +122,14 @@ KernelOffsetFlags Flags(std::optional<uint64_t> fs, std::optional<uint64_t> stac
 }
 
 // Checks that `choice` samples with the fs and stack offsets of `expected`.
-void ExpectChosen(const pyperf::KernelOffsetChoice& choice, const KernelOffsets& expected) {
+void ExpectChosen(const ebpf::pyperf::KernelOffsetChoice& choice, const KernelOffsets& expected) {
   EXPECT_EQ(choice.offsets.fs_offset, expected.fs_base);
   EXPECT_EQ(choice.offsets.stack_offset, expected.stack);
 }
 
-const pyperf::Result<KernelOffsets> kBtf = KernelOffsets(kRight);
-const pyperf::Result<KernelOffsets> kNoBtf = pyperf::Status::Error(
-    std::string("BTF file /sys/kernel/btf/vmlinux is empty") + pyperf::kKernelOffsetFlagsHint);
+const ebpf::Result<KernelOffsets> kBtf = KernelOffsets(kRight);
+const ebpf::Result<KernelOffsets> kNoBtf = ebpf::Status::Error(
+    std::string("BTF file /sys/kernel/btf/vmlinux is empty") + ebpf::kKernelOffsetFlagsHint);
 
 TEST(ChooseKernelOffsets, RightFlagsAreUsedSilently) {
   FakeChecker checker;
@@ -183,7 +183,7 @@ TEST(ChooseKernelOffsets, NothingPassingIsAnErrorNamingTheFlags) {
   const std::string& e = no_btf.error();
   EXPECT_TRUE(Contains(e, "--fs-offset 32 / --stack-offset 2936 fail the check")) << e;
   EXPECT_TRUE(Contains(e, "BTF file /sys/kernel/btf/vmlinux is empty")) << e;
-  EXPECT_FALSE(Contains(e, pyperf::kKernelOffsetFlagsHint)) << e;
+  EXPECT_FALSE(Contains(e, ebpf::kKernelOffsetFlagsHint)) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);
 
   checker.right = {1, 1};  // BTF is wrong too
@@ -211,7 +211,7 @@ TEST(ChooseKernelOffsets, WithoutFlagsBtfMustPass) {
   auto absent = ChooseKernelOffsets(Flags(std::nullopt, 32), kNoBtf, unused.Get());
   ASSERT_FALSE(absent.ok());
   EXPECT_TRUE(unused.asked.empty()) << "nothing to check without BTF's other value";
-  EXPECT_TRUE(Contains(absent.error(), pyperf::kKernelOffsetFlagsHint)) << absent.error();
+  EXPECT_TRUE(Contains(absent.error(), ebpf::kKernelOffsetFlagsHint)) << absent.error();
 }
 
 TEST(ChooseKernelOffsets, AnUncheckableKernelIsAWarningNotAnError) {
@@ -231,18 +231,18 @@ class KernelOffsetCheckBpf : public ::testing::Test {
  protected:
   void SetUp() override {
     PYPERF_REQUIRE_BPF();
-    auto btf = pyperf::ReadKernelOffsets();
+    auto btf = ebpf::ReadKernelOffsets();
     ASSERT_TRUE(btf.ok()) << btf.error();
     btf_ = *btf;
-    pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
+    ebpf::pyperf::BpfConfig config = ebpf::pyperf::BpfConfigFor(ebpf::pyperf::Options{});
     config.sample_period_ns = 1000000;
-    auto bpf = pyperf::PyPerfBpf::Load(config);
+    auto bpf = ebpf::pyperf::PyPerfBpf::Load(config);
     ASSERT_TRUE(bpf.ok()) << bpf.error();
     bpf_ = std::move(*bpf);
   }
 
   KernelOffsets btf_;
-  std::unique_ptr<pyperf::PyPerfBpf> bpf_;
+  std::unique_ptr<ebpf::pyperf::PyPerfBpf> bpf_;
 };
 
 TEST_F(KernelOffsetCheckBpf, BtfValuesPassAndWrongOnesFailInWellUnder100Ms) {
@@ -251,7 +251,7 @@ TEST_F(KernelOffsetCheckBpf, BtfValuesPassAndWrongOnesFailInWellUnder100Ms) {
   const KernelOffsets wrong_fs = {btf_.stack, btf_.stack};
   const KernelOffsets wrong_stack = {btf_.fs_base, btf_.fs_base};
   for (int round = 0; round < 3; ++round) {
-    auto right = pyperf::CheckKernelOffsets(*bpf_, {btf_, wrong_fs});
+    auto right = ebpf::pyperf::CheckKernelOffsets(*bpf_, {btf_, wrong_fs});
     ASSERT_TRUE(right.ok()) << right.error();
     ASSERT_EQ(right->verdicts.size(), 2u);
     EXPECT_EQ(right->verdicts[0].outcome, Outcome::kPass) << right->verdicts[0].why;
@@ -260,7 +260,7 @@ TEST_F(KernelOffsetCheckBpf, BtfValuesPassAndWrongOnesFailInWellUnder100Ms) {
     EXPECT_TRUE(Contains(right->verdicts[1].why, "fsbase")) << right->verdicts[1].why;
     EXPECT_GE(right->user_samples, 1u);
 
-    auto stack = pyperf::CheckKernelOffsets(*bpf_, {wrong_stack});
+    auto stack = ebpf::pyperf::CheckKernelOffsets(*bpf_, {wrong_stack});
     ASSERT_TRUE(stack.ok()) << stack.error();
     EXPECT_EQ(stack->verdicts[0].outcome, Outcome::kFail);
     EXPECT_TRUE(Contains(stack->verdicts[0].why, "user registers")) << stack->verdicts[0].why;

@@ -48,16 +48,16 @@ class KernelStackGenerations : public ::testing::Test {
         std::vector<std::string>{"dd", "if=/dev/zero", "of=/dev/null", "bs=65536", "status=none"});
     ASSERT_TRUE(dd_->Running());
 
-    pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
+    ebpf::pyperf::BpfConfig config = ebpf::pyperf::BpfConfigFor(ebpf::pyperf::Options{});
     config.sample_frequency = 0;
     config.sample_period_ns = 1000000;
-    auto bpf = pyperf::PyPerfBpf::Load(config);
+    auto bpf = ebpf::pyperf::PyPerfBpf::Load(config);
     ASSERT_TRUE(bpf.ok()) << bpf.error();
     bpf_ = std::move(*bpf);
-    auto check = [this](const std::vector<pyperf::KernelOffsets>& candidates) {
-      return pyperf::CheckKernelOffsets(*bpf_, candidates);
+    auto check = [this](const std::vector<ebpf::KernelOffsets>& candidates) {
+      return ebpf::pyperf::CheckKernelOffsets(*bpf_, candidates);
     };
-    auto offsets = pyperf::ChooseKernelOffsets({}, pyperf::ReadKernelOffsets(), check);
+    auto offsets = ebpf::pyperf::ChooseKernelOffsets({}, ebpf::ReadKernelOffsets(), check);
     ASSERT_TRUE(offsets.ok()) << offsets.error();
     ASSERT_TRUE(bpf_->SetKernelOffsets(offsets->offsets).ok());
     // Any process the map holds is sampled; dd has no Python state, so its
@@ -116,7 +116,7 @@ class KernelStackGenerations : public ::testing::Test {
   }
 
   std::unique_ptr<pyperf_test::ChildProcess> dd_;
-  std::unique_ptr<pyperf::PyPerfBpf> bpf_;
+  std::unique_ptr<ebpf::pyperf::PyPerfBpf> bpf_;
   std::vector<Taken> taken_;
   uint32_t newest_seen_ = 0;
 };

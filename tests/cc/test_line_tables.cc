@@ -92,9 +92,9 @@ TEST_P(LineTables, DecodersGiveTheInterpretersOwnLineAtEveryOffset) {
                       {"-c", "import sys; print('%d %d %d' % sys.version_info[:3])"});
   auto version_run = RunCommand(version_argv);
   ASSERT_EQ(version_run.exit_code, 0) << version_run.err;
-  pyperf::PythonVersion v;
+  ebpf::pyperf::PythonVersion v;
   std::istringstream(version_run.out) >> v.major >> v.minor >> v.micro;
-  const pyperf_offsets* offsets = pyperf::FindOffsets(v);
+  const pyperf_offsets* offsets = ebpf::pyperf::FindOffsets(v);
   ASSERT_NE(offsets, nullptr) << v.ToString();
 
   std::vector<std::string> dump_argv = python;
@@ -110,7 +110,7 @@ TEST_P(LineTables, DecodersGiveTheInterpretersOwnLineAtEveryOffset) {
     ASSERT_FALSE(code.lines.empty());
     for (const auto& [offset, expected] : code.lines) {
       auto got =
-          pyperf::LineFromTable(offsets->line_table_format, code.table, code.first_line, offset);
+          ebpf::pyperf::LineFromTable(offsets->line_table_format, code.table, code.first_line, offset);
       ++checked;
       if (got != expected && ++wrong <= 5) {
         ADD_FAILURE() << "byte offset " << offset << ": decoded "

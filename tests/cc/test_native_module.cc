@@ -16,7 +16,7 @@
 #include "proc_maps.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -233,4 +233,4 @@ TEST(NativeModuleLoadTest, RejectsWhatIsNotElf) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -16,7 +16,7 @@
 #include "native_unwinder.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -284,4 +284,4 @@ TEST_F(NativeUnwinderTest, RecordedSnapshotReplaysLikeTheLiveProcess) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -20,7 +20,7 @@
 #include "nonblocking_line_writer.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 using pyperf_test::SplitLines;
@@ -217,4 +217,4 @@ TEST(NonBlockingLineWriter, WritesWholeLinesToAFile) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

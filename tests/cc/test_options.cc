@@ -12,7 +12,7 @@
 #include "PyPerfOptions.h"
 #include "support/option_docs.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 CommandLine Parse(const std::vector<std::string>& args) { return ParseCommandLine(args); }
@@ -433,4 +433,4 @@ TEST(Options, BadFormatsAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -90,26 +90,26 @@ class PerfOutputRingsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     PYPERF_REQUIRE_BPF();
-    auto bpf = pyperf::CompileBpfProgram(kProgram, {});
+    auto bpf = ebpf::CompileBpfProgram(kProgram, {});
     ASSERT_TRUE(bpf.ok()) << bpf.error();
     bpf_ = std::move(*bpf);
-    auto st = pyperf::LoadBpfFunction(*bpf_, "emit", kRawTracepointProgram, &prog_fd_);
+    auto st = ebpf::LoadBpfFunction(*bpf_, "emit", kRawTracepointProgram, &prog_fd_);
     ASSERT_TRUE(st.ok()) << st.message();
-    auto cpus = pyperf::OnlineCpus();
+    auto cpus = ebpf::OnlineCpus();
     ASSERT_TRUE(cpus.ok()) << cpus.error();
     cpus_ = *cpus;
   }
   void TearDown() override { rings_.reset(); }  // before bpf_, whose map holds the rings
 
   void OpenRings(int pages, size_t wakeup_bytes) {
-    pyperf::PerfOutputRings::Options options;
+    ebpf::PerfOutputRings::Options options;
     options.map_fd = bpf_->get_table("events").get_fd();
     options.pages_per_cpu = pages;
     options.wakeup_bytes = wakeup_bytes;
     options.on_record = &OnRecord;
     options.on_lost = &OnLost;
     options.cookie = &got_;
-    auto rings = pyperf::PerfOutputRings::Open(options);
+    auto rings = ebpf::PerfOutputRings::Open(options);
     ASSERT_TRUE(rings.ok()) << rings.error();
     rings_ = std::move(*rings);
   }
@@ -139,7 +139,7 @@ class PerfOutputRingsTest : public ::testing::Test {
   std::unique_ptr<ebpf::BPF> bpf_;
   int prog_fd_ = -1;  // owned by bpf_
   std::vector<int> cpus_;
-  std::unique_ptr<pyperf::PerfOutputRings> rings_;
+  std::unique_ptr<ebpf::PerfOutputRings> rings_;
   Received got_;
 };
 

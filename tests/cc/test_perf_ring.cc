@@ -90,9 +90,9 @@ std::vector<uint8_t> Payload(uint32_t seq, size_t size) {
 
 TEST(PerfRingReader, HandsOverEveryRecordWholeInOrderAcrossTheRingEnd) {
   FakeRing ring;
-  pyperf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
+  ebpf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
   Seen seen;
-  const pyperf::PerfRingCallbacks callbacks{&OnRecord, &OnLost, &seen};
+  const ebpf::PerfRingCallbacks callbacks{&OnRecord, &OnLost, &seen};
   std::vector<std::vector<uint8_t>> sent;
   size_t wrapped = 0;
   for (uint32_t seq = 0; seq < 500; ++seq) {
@@ -121,9 +121,9 @@ TEST(PerfRingReader, HandsOverEveryRecordWholeInOrderAcrossTheRingEnd) {
 
 TEST(PerfRingReader, CountsLostRecordsAndSkipsOtherTypes) {
   FakeRing ring;
-  pyperf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
+  ebpf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
   Seen seen;
-  const pyperf::PerfRingCallbacks callbacks{&OnRecord, &OnLost, &seen};
+  const ebpf::PerfRingCallbacks callbacks{&OnRecord, &OnLost, &seen};
   ring.AddSample(Payload(1, 100));
   ring.AddLost(7);
   ring.AddOther(24);
@@ -140,7 +140,7 @@ TEST(PerfRingReader, CountsLostRecordsAndSkipsOtherTypes) {
 
 TEST(PerfRingReader, GivesBackARingItCannotParseRatherThanLoop) {
   FakeRing ring;
-  pyperf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
+  ebpf::PerfRingReader reader(ring.base(), kPageSize, kDataSize);
   Seen seen;
   ring.AddOther(8);
   ring.AddOther(16);

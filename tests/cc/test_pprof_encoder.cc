@@ -1,27 +1,22 @@
 // The pprof encoder (--format pprof): synthetic dumps with every frame kind,
 // hostile names, native frames with and without a file and a build-id, and
-// stacks that cannot be read back, written to a file and read back with
+// a sample without frames, written to a file and read back with
 // `go tool pprof` (-top, -traces, -raw) as a user reads them, and decoded
 // directly to check the message's structure. Real PyPerf runs on every
 // interpreter layout: Formats.PprofOfEveryLayoutReadsBackWithGoToolPprof
 // (test_e2e_versions.cc).
 #include <gtest/gtest.h>
-#include <zlib.h>
 
-#include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "FrameSpelling.h"
 #include "PprofEncoder.h"
 #include "ProfileEncoder.h"
-#include "PythonFrameFormat.h"
 #include "profile.pb.h"
 #include "support/e2e.h"
 #include "support/encoded_dump.h"
@@ -32,16 +27,14 @@
 namespace pyperf_test {
 namespace {
 
-using pyperf::NativeFrameOrigin;
-using pyperf::SpellFrame;
 namespace pb = perftools::profiles;
-using Kind = pyperf::FrameKind;
 
 constexpr uint64_t kPeriodNs = 10'000'000;  // 100 Hz
 constexpr char kLibPython[] = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
 constexpr char kLibPythonBuildId[] = "49daf84ed369fe589b73ea876f2591cd4c3588bb";
 constexpr uint64_t kEvalAddress = 0x1c4f20;
 constexpr char kNoBuildIdLib[] = "/opt/no build-id/libplain.so";
+constexpr char kLibc[] = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 // Names no one would choose: quotes, backslashes, markup, a script end tag,
 // U+2028, an emoji, right-to-left text, control characters and a tab.
 const std::string kHostile =
@@ -54,116 +47,102 @@ const std::string kHostile =
       PYPERF_SKIP_OR_FAIL("go is not installed (golang-go; scripts/setup.sh installs it)"); \
   } while (0)
 
-std::string Stack(const std::string& comm, uint32_t pid, uint32_t tid,
-                  const std::vector<std::string>& spelled_frames) {
-  pyperf::StackText text;
-  text.Start(comm.data(), comm.size(), pid, tid);
-  for (const auto& frame : spelled_frames) text.AddSpelled(frame);
-  return text.text();
-}
-
-// A dump's stacks and origins, handed to the encoder as a SyntheticDump
+// A dump's stacks, handed to the encoder as a SyntheticDump
 // (support/encoded_dump.h).
 struct Dump {
-  std::map<std::string, uint64_t> stacks;
-  std::unordered_map<std::string, NativeFrameOrigin> origins;
+  DumpStacks stacks;
   std::chrono::system_clock::time_point start =
       std::chrono::system_clock::time_point(std::chrono::seconds(1'780'000'000)) +
       std::chrono::milliseconds(250);
   std::chrono::nanoseconds length = std::chrono::milliseconds(60'500);
 
+  void Add(const TestStack& stack, uint64_t count) { stacks.emplace_back(stack, count); }
   uint64_t Total() const {
     uint64_t total = 0;
     for (const auto& entry : stacks) total += entry.second;
     return total;
   }
-  // What go tool pprof's -traces must show: the projection of every stack.
+  // What go tool pprof's -traces must show: the view of every stack.
   std::map<std::string, uint64_t> Projected() const {
     std::map<std::string, uint64_t> projected;
-    for (const auto& [stack, count] : stacks) projected[PprofViewOfCollapsedStack(stack)] += count;
+    for (const auto& [stack, count] : stacks) projected[PprofViewOfStack(stack)] += count;
     return projected;
   }
 };
 
-const std::string kPySpin =
-    pyperf::FormatPythonFrame("/work/app/calltree.py", "spin", "Worker", 27);
-const std::string kPyRun = pyperf::FormatPythonFrame("/work/app/calltree.py", "run", "Worker", 22);
-const std::string kPyHostile =
-    pyperf::FormatPythonFrame("/tmp/odd dir (x)/" + kHostile + ".py", kHostile, "K" + kHostile, 5);
-const std::string kPyUnsplittable = SpellFrame(Kind::kPython, "no file or line here");
-const std::string kEval = SpellFrame(Kind::kNative, "_PyEval_EvalFrameDefault");
-const std::string kPlain = SpellFrame(Kind::kNative, "plain_helper");
-const std::string kOrphan = SpellFrame(Kind::kNative, "orphan_symbol");
-const std::string kUnresolved = SpellFrame(Kind::kNative, "libfoo.so+0x10");
-const std::string kCxx = SpellFrame(Kind::kNative, "std::vector<int>::push_back(int const&)");
-const std::string kNativeHostile = SpellFrame(Kind::kNative, "n" + kHostile);
-const std::string kEmptyNative = SpellFrame(Kind::kNative, "");
-const std::string kKernelSym = SpellFrame(Kind::kKernel, "do_syscall_64");
-const std::string kKernelAddr = SpellFrame(Kind::kKernel, "0xffffffff81000000");
-const std::string kTruncated = SpellFrame(Kind::kMarker, pyperf::kTruncatedPythonStack);
-const std::string kLost = SpellFrame(Kind::kMarker, pyperf::kLostSymbol);
-const std::string kNativeError = pyperf::NativeStackErrorFrame("read failed (EFAULT) <0x7f>");
-const std::string kSampleError = pyperf::SampleErrorFrame(3);
+constexpr char kCalltree[] = "/work/app/calltree.py";
+const std::string kHostileFile = "/tmp/odd dir (x)/" + kHostile + ".py";
+const std::string kCxx = "std::vector<int>::push_back(int const&)";
+const std::string kHostileLib = "/tmp/" + kHostile + ".so";
 
-// Every frame kind, hostile names, native frames with and without origins,
-// and stacks the encoder cannot read back.
+// `text` escaped as the collapsed text (and so pprof) shows it: ';' and line
+// breaks are '_'.
+std::string Escaped(const std::string& text) {
+  std::string out;
+  ebpf::pyperf::AppendFrameText(text, &out);
+  return out;
+}
+
+// A frame to put in stacks.
+TestFrame Frame(const TestStack& stack) { return stack.frames.at(0); }
+const TestFrame kEval = Frame(TestStack("", 0, 0).Native("_PyEval_EvalFrameDefault", kLibPython,
+                                                         kLibPythonBuildId, kEvalAddress));
+const TestFrame kRun = Frame(TestStack("", 0, 0).Python("Worker.run", kCalltree, 22));
+const TestFrame kSpin = Frame(TestStack("", 0, 0).Python("Worker.spin", kCalltree, 27));
+
+TestStack Stack(std::string comm, uint32_t pid, uint32_t tid, std::vector<TestFrame> frames) {
+  TestStack stack(std::move(comm), pid, tid);
+  stack.frames = std::move(frames);
+  return stack;
+}
+
+// Every frame kind, hostile names, native frames with and without a file,
+// and a sample without frames.
 Dump EveryKindDump() {
   Dump dump;
-  dump.stacks[Stack("python3", 100, 100, {kPyRun, kPySpin})] = 1000;
-  dump.stacks[Stack("python3", 100, 101, {kEval, kPyRun, kEval, kPySpin, kKernelSym})] = 7;
-  dump.stacks[Stack("python3", 100, 102, {kTruncated, kPyHostile, kNativeHostile})] = 3;
-  dump.stacks[Stack("we ird-comm/x " + kHostile, 42, 43, {kPyUnsplittable, kPlain, kOrphan})] = 11;
-  dump.stacks[Stack("worker", 7, 9, {kUnresolved, kCxx, kEmptyNative, kKernelAddr})] = 123456789;
-  dump.stacks[Stack("worker", 7, 8, {kLost, kNativeError, kSampleError})] = 2;
-  // A head without frames (PyPerf always adds one; another caller might not).
-  dump.stacks["lonely-5/6"] = 4;
+  dump.Add(Stack("python3", 100, 100, {kRun, kSpin}), 1000);
+  dump.Add(Stack("python3", 100, 101, {kEval, kRun, kEval, kSpin}).Kernel("do_syscall_64"), 7);
+  dump.Add(TestStack("python3", 100, 102)
+               .Marker(std::string(ebpf::pyperf::kTruncatedPythonStack))
+               .Python("K" + kHostile + "." + kHostile, kHostileFile, 5)
+               .Native("n" + kHostile, kHostileLib, "abcd", 0x99),
+           3);
+  // ';' in names and files: '_' in pprof, as in the collapsed text.
+  dump.Add(TestStack("we ird-comm/x;" + kHostile, 42, 43)
+               .Python("odd;name", "/app/semi;colon.py", 3)
+               .Native("plain_helper", kNoBuildIdLib, "", 0x40)
+               .Native("orphan_symbol"),
+           11);
+  dump.Add(TestStack("worker", 7, 9)
+               .Native("libfoo.so+0x10")
+               .Native(kCxx, kLibPython, kLibPythonBuildId, 0x2000)
+               .Native("")
+               .Kernel("0xffffffff81000000"),
+           123456789);
+  dump.Add(TestStack("worker", 7, 8)
+               .Marker(std::string(ebpf::pyperf::kLostSymbol))
+               .Marker(ebpf::pyperf::NativeStackErrorText("read failed (EFAULT) <0x7f>"))
+               .Marker(ebpf::pyperf::SampleErrorText(3)),
+           2);
+  // A sample without frames (PyPerf always adds one; another caller might not).
+  dump.Add(TestStack("lonely", 5, 6), 4);
   // An empty comm (pprof keeps no empty label).
-  dump.stacks[Stack("", 3, 4, {kPySpin, kEmptyNative})] = 8;
-  // Stacks ParseStackText rejects: no head, and a frame without a suffix.
-  dump.stacks["no head at all"] = 5;
-  dump.stacks["python3-100/100;" + kPyRun + ";frame_without_suffix"] = 6;
-
-  auto text = [](const std::string& spelled) { return spelled.substr(0, spelled.rfind("_[")); };
-  dump.origins[text(kEval)] = {kLibPython, kLibPythonBuildId, kEvalAddress};
-  dump.origins[text(kPlain)] = {kNoBuildIdLib, "", 0x40};
-  dump.origins[text(kCxx)] = {kLibPython, kLibPythonBuildId, 0x2000};
-  dump.origins[text(kUnresolved)] = {"", "", 0x10};  // a file that was not resolved
-  dump.origins[text(kNativeHostile)] = {"/tmp/" + kHostile + ".so", "abcd", 0x99};
+  dump.Add(Stack("", 3, 4, {kSpin}).Native(""), 8);
   return dump;
 }
 
 // Encodes `dump` into `path`; the file a dump would leave.
 void Encode(const Dump& dump, const std::string& path) {
-  ASSERT_TRUE(pyperf::MakeProfileEncoder(pyperf::ProfileFormat::kPprof)->wants_native_origins());
-  SyntheticDump encoded(DumpStacks(dump.stacks.begin(), dump.stacks.end()), kPeriodNs, dump.start,
-                        dump.length, &dump.origins);
-  ASSERT_TRUE(EncodeDumpToFile(pyperf::ProfileFormat::kPprof, encoded.profile(), path));
+  SyntheticDump encoded(dump.stacks, kPeriodNs, dump.start, dump.length);
+  ASSERT_TRUE(EncodeDumpToFile(ebpf::pyperf::ProfileFormat::kPprof, encoded.profile(), path));
 }
 
-std::string Gunzip(const std::string& gz) {
-  z_stream stream{};
-  EXPECT_EQ(inflateInit2(&stream, 15 + 16), Z_OK);  // gzip only: the file must be gzip'd
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  stream.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buffer[65536];
-  int status = Z_OK;
-  while (status == Z_OK) {
-    stream.next_out = reinterpret_cast<Bytef*>(buffer);
-    stream.avail_out = sizeof(buffer);
-    status = inflate(&stream, Z_NO_FLUSH);
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-  }
-  EXPECT_EQ(status, Z_STREAM_END) << "not a complete gzip stream";
-  EXPECT_EQ(stream.avail_in, 0u) << "bytes after the gzip stream";
-  inflateEnd(&stream);
-  return out;
+// A string of `profile`'s table, and the function of a location's line.
+const std::string& Str(const pb::Profile& profile, int64_t index) {
+  return profile.string_table(static_cast<int>(index));
 }
-
-pb::Profile Decode(const std::string& path) {
-  pb::Profile profile;
-  EXPECT_TRUE(profile.ParseFromString(Gunzip(ReadFile(path)))) << path;
-  return profile;
+const pb::Function& FunctionOf(const pb::Profile& profile, const pb::Location& location) {
+  return profile.function(static_cast<int>(location.line(0).function_id() - 1));
 }
 
 class PprofEncoderTest : public ::testing::Test {
@@ -191,32 +170,21 @@ TEST_F(PprofEncoderTest, GoToolPprofShowsEveryStackWithItsCount) {
       << back.top;
 }
 
-TEST_F(PprofEncoderTest, ProjectionOfStacksIsWhatTheTracesShow) {
-  // The projection itself, on stacks whose -traces view is written out by
-  // hand (the comparison above relies on it).
-  EXPECT_EQ(PprofViewOfCollapsedStack(Stack("python3", 100, 101, {kEval, kPyRun, kPySpin})),
-            "python3-100/101;_PyEval_EvalFrameDefault;work.app.calltree.Worker.run;"
-            "work.app.calltree.Worker.spin");
-  EXPECT_EQ(PprofViewOfCollapsedStack(Stack("w", 1, 2, {kEmptyNative, kKernelSym, kLost})),
-            "w-1/2;<unknown>;do_syscall_64;[Lost Symbol]");
+TEST_F(PprofEncoderTest, ViewOfStacksIsWhatTheTracesShow) {
+  // The views themselves, written out by hand (the comparisons above rely on
+  // them), from samples and from the collapsed lines PyPerf writes of them.
+  const TestStack b = Stack("python3", 100, 101, {kEval, kRun, kSpin});
+  EXPECT_EQ(PprofViewOfStack(b),
+            "python3-100/101;_PyEval_EvalFrameDefault;calltree.Worker.run;calltree.Worker.spin");
+  EXPECT_EQ(PprofViewOfCollapsedStack(Collapsed(b)), PprofViewOfStack(b));
+  TestStack odd("w", 1, 2);
+  odd.Native("").Kernel("do_syscall_64").Marker("[Lost Symbol]");
+  odd.Python("K.f", "/tmp/odd dir (x)/m.py", 5).Python("g", "", 0);
+  EXPECT_EQ(PprofViewOfStack(odd), "w-1/2;<unknown>;do_syscall_64;[Lost Symbol];m.K.f;g");
+  EXPECT_EQ(PprofViewOfCollapsedStack(Collapsed(odd)), PprofViewOfStack(odd));
+  EXPECT_EQ(PprofViewOfStack(TestStack("lonely", 5, 6)), "lonely-5/6;[No Frames]");
   EXPECT_EQ(PprofViewOfCollapsedStack("lonely-5/6"), "lonely-5/6;[No Frames]");
-  EXPECT_EQ(PprofViewOfCollapsedStack("no head"), std::string(pyperf::kUnparseableStack));
-}
-
-TEST_F(PprofEncoderTest, UnparseableStacksAreCountedInOneMarkerSample) {
-  REQUIRE_GO();
-  Dump dump;
-  dump.stacks["no head at all"] = 5;
-  dump.stacks["python3-1/1;frame_without_suffix"] = 6;
-  dump.stacks[Stack("python3", 1, 1, {kPySpin})] = 2;
-  PprofReadback back = ReadPprofWithGoTool(Write(dump));
-  ASSERT_EQ(back.error, "");
-  std::map<std::string, uint64_t> expected = {{std::string(pyperf::kUnparseableStack), 11},
-                                              {"python3-1/1;work.app.calltree.Worker.spin", 2}};
-  EXPECT_EQ(back.stacks, expected) << back.traces;
-  EXPECT_EQ(back.total_samples, 13u);
-  pb::Profile profile = Decode(dir_.File("profile.pb.gz"));
-  EXPECT_EQ(profile.sample_size(), 2) << "the unparsable stacks share one sample";
+  EXPECT_EQ(PprofViewOfCollapsedStack("no head"), "<not a collapsed stack: no head>");
 }
 
 TEST_F(PprofEncoderTest, SamplesCarryPidTidAndCommLabels) {
@@ -226,14 +194,12 @@ TEST_F(PprofEncoderTest, SamplesCarryPidTidAndCommLabels) {
   PprofReadback back = ReadPprofWithGoTool(path);
   ASSERT_EQ(back.error, "");
   // As -traces prints them (the stacks' heads above are made of them too);
-  // the comm as StackText spelled it (';' and U+2028 made '_').
-  pyperf::StackHead head;
-  std::vector<pyperf::SpelledFrame> frames;
-  const std::string hostile_stack = Stack("we ird-comm/x " + kHostile, 42, 43, {kPlain});
-  ASSERT_TRUE(pyperf::ParseStackText(hostile_stack, &head, &frames));
-  EXPECT_NE(back.traces.find("\n      comm:  " + std::string(head.comm) +
-                             "\n       pid:  42\n       tid:  43\n"),
-            std::string::npos)
+  // the comm as the collapsed text has it: ';' and U+2028 are '_'.
+  std::string hostile_comm;
+  ebpf::AppendSanitizedUtf8(Escaped("we ird-comm/x;" + kHostile), &hostile_comm);
+  EXPECT_NE(
+      back.traces.find("\n      comm:  " + hostile_comm + "\n       pid:  42\n       tid:  43\n"),
+      std::string::npos)
       << back.traces;
   EXPECT_NE(back.raw.find("pid:[42] tid:[43]"), std::string::npos) << back.raw;
   // -tagfocus selects by them.
@@ -247,92 +213,174 @@ TEST_F(PprofEncoderTest, SamplesCarryPidTidAndCommLabels) {
   PprofReadback by_comm = ReadPprofWithGoTool(path, {"-tagfocus=comm=^lonely$"});
   ASSERT_EQ(by_comm.error, "");
   EXPECT_EQ(by_comm.stacks, (std::map<std::string, uint64_t>{{"lonely-5/6;[No Frames]", 4}}));
+  // No comm label for the empty comm; the hostile comm's label is the comm
+  // escaped, as the collapsed line starts.
+  const pb::Profile profile = DecodePprofFile(path);
+  size_t hostile_labels = 0;
+  for (const pb::Sample& sample : profile.sample()) {
+    EXPECT_EQ(sample.label_size(), sample.label(0).num() == 3 ? 2 : 3);
+    for (const pb::Label& label : sample.label()) {
+      if (Str(profile, label.key()) != "comm" || sample.label(0).num() != 42) continue;
+      EXPECT_EQ(Str(profile, label.str()), Escaped("we ird-comm/x;" + kHostile));
+      ++hostile_labels;
+    }
+  }
+  EXPECT_EQ(hostile_labels, 1u);
 }
 
 TEST_F(PprofEncoderTest, NativeFramesCarryTheirFileBuildIdAndAddress) {
   REQUIRE_GO();
   PprofReadback back = ReadPprofWithGoTool(Write(EveryKindDump()));
   ASSERT_EQ(back.error, "");
-  std::map<std::string, PprofRawMapping> by_file;
-  for (const auto& mapping : back.mappings) by_file[mapping.file] = mapping;
-  // libpython (two frames, one mapping), the file without build-id, the
-  // hostile one and the kernel's; the frames without an origin or without a
-  // resolved file have none.
-  EXPECT_EQ(back.mappings.size(), 4u) << back.raw;
-  ASSERT_EQ(by_file.count(kLibPython), 1u) << back.raw;
-  EXPECT_EQ(by_file[kLibPython].build_id, kLibPythonBuildId);
-  EXPECT_TRUE(by_file[kLibPython].has_functions);
-  ASSERT_EQ(by_file.count(kNoBuildIdLib), 1u) << back.raw;
-  EXPECT_EQ(by_file[kNoBuildIdLib].build_id, "");
-  ASSERT_EQ(by_file.count("[kernel.kallsyms]"), 1u) << back.raw;
-  EXPECT_EQ(by_file["[kernel.kallsyms]"].build_id, "");
-  ASSERT_EQ(by_file.count("/tmp/" + kHostile + ".so"), 1u) << back.raw;
+  // libpython (two functions, one mapping), the file without build-id, the
+  // hostile one and the kernel's; the frames in no known file have none.
+  std::map<std::string, std::string> build_ids;
+  std::map<std::string, uint64_t> by_file;  // -> mapping id
+  for (const auto& mapping : back.mappings) {
+    build_ids[mapping.file] = mapping.build_id;
+    by_file[mapping.file] = mapping.id;
+    EXPECT_TRUE(mapping.has_functions) << mapping.file;
+  }
+  EXPECT_EQ(build_ids, (std::map<std::string, std::string>{{kLibPython, kLibPythonBuildId},
+                                                           {kNoBuildIdLib, ""},
+                                                           {kHostileLib, "abcd"},
+                                                           {"[kernel.kallsyms]", ""}}))
+      << back.raw;
 
   // -raw's locations: "<id>: <address> M=<mapping> <name> <file>:<line> s=0".
   auto has_location = [&](const std::string& text) {
     return back.raw.find(text) != std::string::npos;
   };
-  const std::string libpython = "M=" + std::to_string(by_file[kLibPython].id) + " ";
+  const std::string libpython = "M=" + std::to_string(by_file[kLibPython]) + " ";
   EXPECT_TRUE(has_location(": 0x1c4f20 " + libpython + "_PyEval_EvalFrameDefault :0 s=0\n"))
       << back.raw;
-  EXPECT_TRUE(has_location(": 0x2000 " + libpython + "std::vector<int>::push_back(int const&) :0"))
-      << back.raw;
-  EXPECT_TRUE(has_location(": 0x40 M=" + std::to_string(by_file[kNoBuildIdLib].id) +
-                           " plain_helper :0 s=0\n"))
+  EXPECT_TRUE(has_location(": 0x2000 " + libpython + kCxx + " :0")) << back.raw;
+  EXPECT_TRUE(
+      has_location(": 0x40 M=" + std::to_string(by_file[kNoBuildIdLib]) + " plain_helper :0 s=0\n"))
       << back.raw;
   EXPECT_TRUE(has_location(": 0x0 orphan_symbol :0 s=0\n")) << back.raw;
   EXPECT_TRUE(has_location(": 0x0 libfoo.so+0x10 :0 s=0\n")) << back.raw;
-  EXPECT_TRUE(has_location(": 0x0 M=" + std::to_string(by_file["[kernel.kallsyms]"].id) +
+  EXPECT_TRUE(has_location(": 0x0 M=" + std::to_string(by_file["[kernel.kallsyms]"]) +
                            " do_syscall_64 :0 s=0\n"))
       << back.raw;
+}
+
+// Two samples that differ only in where memcpy was: two pprof samples, two
+// locations of one function in one mapping, each with its address; pprof
+// shows them as one stack and sums them.
+Dump TwoAddressesDump() {
+  Dump dump;
+  for (auto [address, count] : {std::pair<uint64_t, uint64_t>{0x1000, 5}, {0x2000, 7}}) {
+    dump.Add(Stack("python3", 1, 1, {kSpin}).Native("memcpy", kLibc, "cafe", address), count);
+  }
+  return dump;
+}
+
+TEST_F(PprofEncoderTest, EachNativeAddressIsALocationOfOneFunction) {
+  const std::string path = Write(TwoAddressesDump());
+  pb::Profile profile = DecodePprofFile(path);
+  ASSERT_EQ(profile.sample_size(), 2);
+  ASSERT_EQ(profile.mapping_size(), 1);
+  EXPECT_EQ(Str(profile, profile.mapping(0).filename()), kLibc);
+  EXPECT_EQ(Str(profile, profile.mapping(0).build_id()), "cafe");
+  std::vector<std::pair<uint64_t, int64_t>> leaves;  // (address, count)
+  std::set<uint64_t> functions;
+  for (const pb::Sample& sample : profile.sample()) {
+    ASSERT_EQ(sample.location_id_size(), 2);
+    const pb::Location& leaf = profile.location(static_cast<int>(sample.location_id(0) - 1));
+    leaves.emplace_back(leaf.address(), sample.value(0));
+    EXPECT_EQ(leaf.mapping_id(), profile.mapping(0).id());
+    EXPECT_EQ(Str(profile, FunctionOf(profile, leaf).name()), "memcpy");
+    functions.insert(leaf.line(0).function_id());
+    EXPECT_EQ(sample.location_id(1), profile.sample(0).location_id(1)) << "one Python location";
+  }
+  EXPECT_EQ(leaves, (std::vector<std::pair<uint64_t, int64_t>>{{0x1000, 5}, {0x2000, 7}}));
+  EXPECT_EQ(functions.size(), 1u);
+  EXPECT_EQ(profile.location_size(), 3);
+  EXPECT_EQ(profile.function_size(), 2);
+
+  REQUIRE_GO();
+  PprofReadback back = ReadPprofWithGoTool(path);
+  ASSERT_EQ(back.error, "");
+  EXPECT_EQ(back.stacks,
+            (std::map<std::string, uint64_t>{{"python3-1/1;calltree.Worker.spin;memcpy", 12}}))
+      << back.traces;
+  EXPECT_EQ(back.total_samples, 12u);
+  // -top: memcpy is the leaf of all 12 (flat and cum), the Python function
+  // above it of all 12 (cum): "flat flat% sum% cum cum% name".
+  std::map<std::string, std::string> top;  // name -> "flat cum"
+  for (const std::string& line : SplitLines(back.top)) {
+    std::istringstream in(line);
+    std::string flat, flat_share, sum_share, cum, cum_share, name;
+    if (in >> flat >> flat_share >> sum_share >> cum >> cum_share >> name)
+      top[name] = flat + " " + cum;
+  }
+  EXPECT_EQ(top["memcpy"], "12 12") << back.top;
+  EXPECT_EQ(top["calltree.Worker.spin"], "0 12") << back.top;
 }
 
 // pprof names the first mapping as the profile's main binary ("File:"):
 // mappings go by the samples under them, so that is the interpreter's, and
 // the kernel's is last however many samples it has.
 TEST_F(PprofEncoderTest, MappingsGoBySamplesWithTheKernelLast) {
-  pb::Profile profile = Decode(Write(EveryKindDump()));
+  pb::Profile profile = DecodePprofFile(Write(EveryKindDump()));
   std::vector<std::string> files;
   for (int i = 0; i < profile.mapping_size(); ++i) {
     EXPECT_EQ(profile.mapping(i).id(), static_cast<uint64_t>(i) + 1);
-    files.push_back(profile.string_table(static_cast<int>(profile.mapping(i).filename())));
+    files.push_back(Str(profile, profile.mapping(i).filename()));
   }
-  EXPECT_EQ(files, (std::vector<std::string>{kLibPython, kNoBuildIdLib, "/tmp/" + kHostile + ".so",
+  EXPECT_EQ(files, (std::vector<std::string>{kLibPython, kNoBuildIdLib, kHostileLib,
                                              "[kernel.kallsyms]"}));
   // Locations moved with their mappings: every location's mapping is the file
   // its frame came from.
+  std::map<std::string, std::set<std::string>> files_of;  // function -> its mappings' files
   for (const pb::Location& location : profile.location()) {
     if (location.mapping_id() == 0) continue;
-    const std::string name = profile.string_table(static_cast<int>(
-        profile.function(static_cast<int>(location.line(0).function_id() - 1)).name()));
-    const std::string& file = files[location.mapping_id() - 1];
-    const std::map<std::string, std::string> expected = {{"_PyEval_EvalFrameDefault", kLibPython},
-                                                         {"plain_helper", kNoBuildIdLib},
-                                                         {"do_syscall_64", "[kernel.kallsyms]"}};
-    auto it = expected.find(name);
-    if (it != expected.end()) {
-      EXPECT_EQ(file, it->second) << name;
-    }
+    files_of[Str(profile, FunctionOf(profile, location).name())].insert(
+        files[location.mapping_id() - 1]);
   }
+  EXPECT_EQ(files_of["_PyEval_EvalFrameDefault"], std::set<std::string>{kLibPython});
+  EXPECT_EQ(files_of[kCxx], std::set<std::string>{kLibPython});
+  EXPECT_EQ(files_of["plain_helper"], std::set<std::string>{kNoBuildIdLib});
+  EXPECT_EQ(files_of["do_syscall_64"], std::set<std::string>{"[kernel.kallsyms]"});
 }
 
-TEST_F(PprofEncoderTest, PythonFramesCarryTheirFileAndLine) {
+// A Python function is named as its reader knows it (the file's base name and
+// the qualified name), its system name the full name of the collapsed text;
+// its file and line are the frame's; names and file are escaped as in the
+// collapsed text (';' is '_').
+TEST_F(PprofEncoderTest, PythonFunctionsAreNamedForPeopleWithTheirFileAndLine) {
   REQUIRE_GO();
-  PprofReadback back = ReadPprofWithGoTool(Write(EveryKindDump()));
+  const std::string path = Write(EveryKindDump());
+  pb::Profile profile = DecodePprofFile(path);
+  auto str = [&](int64_t index) { return Str(profile, index); };
+  // (name, system_name, filename) -> the lines of its locations.
+  std::map<std::vector<std::string>, std::set<int64_t>> python;
+  for (const pb::Location& location : profile.location()) {
+    const pb::Function& f = FunctionOf(profile, location);
+    if (f.filename() == 0 || str(f.filename()) == Escaped(kHostileFile)) continue;
+    EXPECT_EQ(location.mapping_id(), 0u);
+    python[{str(f.name()), str(f.system_name()), str(f.filename())}].insert(
+        location.line(0).line());
+  }
+  const std::map<std::vector<std::string>, std::set<int64_t>> expected = {
+      {{"calltree.Worker.spin", "work.app.calltree.Worker.spin", kCalltree}, {27}},
+      {{"calltree.Worker.run", "work.app.calltree.Worker.run", kCalltree}, {22}},
+      {{"semi_colon.odd_name", "app.semi_colon.odd_name", "/app/semi_colon.py"}, {3}},
+  };
+  EXPECT_EQ(python, expected);
+  // -raw: "<id>: 0x0 <name> <file>:<line> s=0(<system name>)".
+  PprofReadback back = ReadPprofWithGoTool(path);
   ASSERT_EQ(back.error, "");
-  EXPECT_NE(back.raw.find(": 0x0 work.app.calltree.Worker.spin /work/app/calltree.py:27 s=0\n"),
+  EXPECT_NE(back.raw.find(": 0x0 calltree.Worker.spin /work/app/calltree.py:27 "
+                          "s=0(work.app.calltree.Worker.spin)\n"),
             std::string::npos)
       << back.raw;
-  EXPECT_NE(back.raw.find(": 0x0 work.app.calltree.Worker.run /work/app/calltree.py:22 s=0\n"),
-            std::string::npos)
-      << back.raw;
-  // A text ParsePythonFrameText cannot split is the function's name.
-  EXPECT_NE(back.raw.find(": 0x0 no file or line here :0 s=0\n"), std::string::npos) << back.raw;
 }
 
 TEST_F(PprofEncoderTest, MessageFollowsTheProfileFormat) {
   Dump dump = EveryKindDump();
-  pb::Profile profile = Decode(Write(dump));
+  pb::Profile profile = DecodePprofFile(Write(dump));
   const auto& strings = profile.string_table();
   ASSERT_GT(strings.size(), 0);
   EXPECT_EQ(strings[0], "");
@@ -389,26 +437,26 @@ TEST_F(PprofEncoderTest, MessageFollowsTheProfileFormat) {
       EXPECT_EQ(mapping_ids.count(l.mapping_id()), 1u);
     }
   }
-  // Each distinct frame is one location: the parsable stacks' distinct
-  // frames, plus the [No Frames] and [Unparseable Stack] markers.
-  std::set<std::string> frames;
+  // Each distinct frame is one location, plus the [No Frames] marker.
+  std::set<std::tuple<int, std::string, std::string, int, std::string, uint64_t>> frames;
   for (const auto& [stack, count] : dump.stacks) {
-    pyperf::StackHead head;
-    std::vector<pyperf::SpelledFrame> spelled;
-    if (!pyperf::ParseStackText(stack, &head, &spelled)) continue;
-    for (const auto& frame : spelled) {
-      frames.insert(std::to_string(static_cast<int>(frame.kind)) + std::string(frame.text));
+    for (const TestFrame& f : stack.frames) {
+      frames.insert({static_cast<int>(f.kind), f.name, f.file, f.line, f.object_path, f.address});
     }
   }
-  EXPECT_EQ(profile.location_size(), static_cast<int>(frames.size()) + 2);
+  EXPECT_EQ(profile.location_size(), static_cast<int>(frames.size()) + 1);
 
   // Markers (and the name of an empty frame) keep their text whole: no
-  // system name for pprof to simplify. Other functions have system_name =
-  // name.
+  // system name for pprof to simplify. Python functions (those with a file)
+  // have their full name as system name, the others system_name = name.
   for (const auto& f : profile.function()) {
     const std::string name = str(f.name());
-    if (name.front() == '[' || name == pyperf::kPprofUnnamedFrame) {
+    if (name.front() == '[' || name == ebpf::pyperf::kPprofUnnamedFrame) {
       EXPECT_EQ(f.system_name(), 0) << name;
+    } else if (f.filename() != 0) {
+      const std::string system_name = str(f.system_name());
+      EXPECT_GT(system_name.size(), name.size()) << name;
+      EXPECT_EQ(system_name.substr(system_name.size() - name.size()), name);
     } else {
       EXPECT_EQ(f.system_name(), f.name()) << name;
     }
@@ -431,7 +479,7 @@ TEST_F(PprofEncoderTest, MessageFollowsTheProfileFormat) {
       return str(functions[locations[sample.location_id(i)]->line(0).function_id()]->name());
     };
     EXPECT_EQ(name_at(0), "do_syscall_64");
-    EXPECT_EQ(name_at(1), "work.app.calltree.Worker.spin");
+    EXPECT_EQ(name_at(1), "calltree.Worker.spin");
     EXPECT_EQ(name_at(4), "_PyEval_EvalFrameDefault");
     EXPECT_EQ(sample.location_id(2), sample.location_id(4)) << "one location per frame";
     ASSERT_EQ(sample.value_size(), 2);
@@ -444,9 +492,8 @@ TEST_F(PprofEncoderTest, MessageFollowsTheProfileFormat) {
 TEST_F(PprofEncoderTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   REQUIRE_GO();
   Dump dump;
-  const std::string bad = "py\xff\xc0thon";
-  dump.stacks["comm\xfe-1/2;" + SpellFrame(Kind::kNative, bad)] = 3;
-  pb::Profile profile = Decode(Write(dump));
+  dump.Add(TestStack("comm\xfe", 1, 2).Native("py\xff\xc0thon"), 3);
+  pb::Profile profile = DecodePprofFile(Write(dump));
   for (const std::string& s : profile.string_table()) {
     EXPECT_FALSE(FirstNonUtf8Byte(s).has_value()) << s;
   }
@@ -460,7 +507,7 @@ TEST_F(PprofEncoderTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
 TEST_F(PprofEncoderTest, EmptyDumpIsAProfileWithoutSamples) {
   REQUIRE_GO();
   Dump dump;
-  pb::Profile profile = Decode(Write(dump));
+  pb::Profile profile = DecodePprofFile(Write(dump));
   EXPECT_EQ(profile.sample_size(), 0);
   EXPECT_EQ(profile.period(), static_cast<int64_t>(kPeriodNs));
   PprofReadback back = ReadPprofWithGoTool(dir_.File("profile.pb.gz"));
@@ -472,22 +519,22 @@ TEST_F(PprofEncoderTest, EmptyDumpIsAProfileWithoutSamples) {
 TEST_F(PprofEncoderTest, SharedFramesAreOneFunctionAndLocation) {
   // Ten thousand stacks over twelve frames: the tables stay at the frames'
   // size, not the samples'.
-  Dump dump;
-  std::vector<std::string> pool;
+  TestStack pool("", 0, 0);
   for (int i = 0; i < 4; ++i) {
-    pool.push_back(pyperf::FormatPythonFrame("/app/m.py", "f" + std::to_string(i), "", 10 + i));
-    pool.push_back(SpellFrame(Kind::kNative, "native_" + std::to_string(i)));
-    pool.push_back(SpellFrame(Kind::kKernel, "kernel_" + std::to_string(i)));
+    pool.Python("f" + std::to_string(i), "/app/m.py", 10 + i)
+        .Native("native_" + std::to_string(i))
+        .Kernel("kernel_" + std::to_string(i));
   }
+  Dump dump;
   for (uint32_t tid = 0; tid < 10000; ++tid) {
-    std::vector<std::string> frames;
-    for (size_t bit = 0; bit < pool.size(); ++bit) {
-      if ((tid >> bit) & 1u) frames.push_back(pool[bit]);
+    TestStack stack("many", 1, tid);
+    for (size_t bit = 0; bit < pool.frames.size(); ++bit) {
+      if ((tid >> bit) & 1u) stack.frames.push_back(pool.frames[bit]);
     }
-    if (frames.empty()) frames.push_back(pool[0]);
-    dump.stacks[Stack("many", 1, tid, frames)] = 1;
+    if (stack.frames.empty()) stack.frames.push_back(pool.frames[0]);
+    dump.Add(stack, 1);
   }
-  pb::Profile profile = Decode(Write(dump));
+  pb::Profile profile = DecodePprofFile(Write(dump));
   EXPECT_EQ(profile.sample_size(), 10000);
   EXPECT_EQ(profile.location_size(), 12);
   EXPECT_EQ(profile.function_size(), 12);

@@ -16,7 +16,7 @@
 #include "proc_name_cache.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -311,4 +311,4 @@ TEST_F(NativeCacheTest, UncachedPathLeavesTheCachesAlone) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -1,5 +1,6 @@
 // Tests for the output protocol gProfiler reads: the transient PATH, the
-// time-stamped renames, aggregation, and errors as values.
+// time-stamped renames, aggregation of samples and their dictionary, the
+// collapsed text, and errors as values.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,18 +11,44 @@
 #include <string>
 #include <vector>
 
+#include "FrameSpelling.h"
 #include "ProfileOutput.h"
+#include "PyPerfBpfShared.h"
 #include "support/e2e.h"
+#include "support/test_stack.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 using pyperf_test::DumpedFiles;
 using pyperf_test::FileExists;
+using pyperf_test::Intern;
 using pyperf_test::ReadFile;
 using pyperf_test::TempDir;
+using pyperf_test::TestStack;
 using Clock = ProfileOutput::Clock;
+
+// Counts `count` samples of `stack`, interned as the sample assembler does.
+void Add(ProfileOutput* out, const TestStack& stack, uint64_t count = 1) {
+  out->Add(Intern(stack, &out->dictionary()), count);
+}
+
+// Dumps `out` and gives the text of its collapsed file (a failure and "" if
+// the dump failed).
+std::string DumpedText(ProfileOutput* out) {
+  auto dumped = out->Dump();
+  EXPECT_TRUE(dumped.ok()) << dumped.error();
+  return dumped.ok() ? ReadFile(dumped->file) : "";
+}
+
+// A stack of native frames in no known file: each spelled "<name>_[pn]".
+TestStack Natives(const std::string& comm, uint32_t pid, uint32_t tid,
+                  const std::vector<std::string>& names) {
+  TestStack stack(comm, pid, tid);
+  for (const std::string& name : names) stack.Native(name);
+  return stack;
+}
 
 // 2024-03-05 06:07:08.09 UTC.
 Clock::time_point SomeTime() {
@@ -56,10 +83,10 @@ TEST(ProfileOutput, DumpRenamesToStartOfIntervalAndAggregates) {
   std::string path = dir.File("pyperf.col");
   ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add("python-10/10;a;b");
-  out.Add("python-10/10;a;c", 2);
-  out.Add("python-10/10;a;b");
-  out.Add("python-11/12;x");
+  Add(&out, Natives("python", 10, 10, {"a", "b"}));
+  Add(&out, Natives("python", 10, 10, {"a", "c"}), 2);
+  Add(&out, Natives("python", 10, 10, {"a", "b"}));
+  Add(&out, Natives("python", 11, 12, {"x"}));
   EXPECT_EQ(out.pending_samples(), 5u);
   EXPECT_EQ(out.pending_stacks(), 3u);
 
@@ -69,9 +96,9 @@ TEST(ProfileOutput, DumpRenamesToStartOfIntervalAndAggregates) {
   EXPECT_EQ(dumped->samples, 5u);
   EXPECT_EQ(dumped->lines, 3u);
   EXPECT_EQ(ReadFile(dumped->file),
-            "python-10/10;a;b 2\n"
-            "python-10/10;a;c 2\n"
-            "python-11/12;x 1\n");
+            "python-10/10;a_[pn];b_[pn] 2\n"
+            "python-10/10;a_[pn];c_[pn] 2\n"
+            "python-11/12;x_[pn] 1\n");
   // A fresh, empty transient file for the next interval; nothing pending.
   EXPECT_TRUE(FileExists(path));
   EXPECT_EQ(ReadFile(path), "");
@@ -86,7 +113,7 @@ TEST(ProfileOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
   ASSERT_TRUE(out.Start().ok());
   std::vector<std::string> names;
   for (int i = 0; i < 4; ++i) {
-    out.Add("stack" + std::to_string(i), static_cast<uint64_t>(i + 1));
+    Add(&out, Natives("python", 1, 1, {"f" + std::to_string(i)}), static_cast<uint64_t>(i + 1));
     auto dumped = out.Dump();  // real clock: several dumps within one centisecond
     ASSERT_TRUE(dumped.ok()) << dumped.error();
     names.push_back(dumped->file);
@@ -100,7 +127,8 @@ TEST(ProfileOutput, DumpedNamesMatchTheProtocolAndSortByTime) {
   EXPECT_EQ(DumpedFiles(dir.File("pyperf.x.col")), names);
   // Each holds only its own interval's samples.
   for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(ReadFile(names[i]), "stack" + std::to_string(i) + " " + std::to_string(i + 1) + "\n");
+    EXPECT_EQ(ReadFile(names[i]),
+              "python-1/1;f" + std::to_string(i) + "_[pn] " + std::to_string(i + 1) + "\n");
 }
 
 TEST(ProfileOutput, SameStartTimeIsBumpedToSortAfter) {
@@ -136,7 +164,7 @@ TEST(ProfileOutput, ExistingFileWithTheSameNameIsNotOverwritten) {
   fclose(f);
   ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add("s");
+  Add(&out, Natives("python", 1, 1, {"s"}));
   auto dumped = out.Dump();
   ASSERT_TRUE(dumped.ok()) << dumped.error();
   EXPECT_EQ(dumped->file, path + ".2024030506070810");
@@ -156,16 +184,16 @@ TEST(ProfileOutput, EmptyIntervalStillProducesAFile) {
   EXPECT_EQ(dumped->lines, 0u);
 }
 
-TEST(ProfileOutput, NewlineInAStackCannotSplitALine) {
+TEST(ProfileOutput, NewlineInANameCannotSplitALine) {
   TempDir dir;
   ProfileOutput out(dir.File("p.col"));
   ASSERT_TRUE(out.Start().ok());
-  out.Add("a;b\nc", 3);
-  auto dumped = out.Dump();
-  ASSERT_TRUE(dumped.ok());
-  EXPECT_EQ(ReadFile(dumped->file), "a;b c 3\n");
+  Add(&out, Natives("python", 1, 1, {"a", "b\nc"}), 3);
+  EXPECT_EQ(DumpedText(&out), "python-1/1;a_[pn];b_c_[pn] 3\n");
 }
 
+// A failed dump keeps the samples and the dictionary their names are in: the
+// next dump writes them, with the samples added since, under their names.
 TEST(ProfileOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   TempDir parent;
   std::string dir = parent.File("out");
@@ -173,7 +201,12 @@ TEST(ProfileOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   std::string path = dir + "/p.col";
   ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add("a", 2);
+  Add(&out,
+      TestStack("python", 5, 5)
+          .Python("Handler.run", "/srv/app.py", 12)
+          .Native("memcpy", "/lib/libc.so.6", "0123abcd", 0x1234),
+      2);
+  const uint64_t generation = out.dictionary().generation();
   ASSERT_EQ(unlink(path.c_str()), 0);
   ASSERT_EQ(rmdir(dir.c_str()), 0);
 
@@ -183,9 +216,11 @@ TEST(ProfileOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   EXPECT_NE(failed.error().find("its 2 samples are kept for the next dump"), std::string::npos)
       << failed.error();
   EXPECT_EQ(out.pending_samples(), 2u);
+  EXPECT_EQ(out.dictionary().generation(), generation);
   // Still failing while the directory is gone.
-  out.Add("b");
+  Add(&out, TestStack("python", 5, 5).Python("main", "/srv/app.py", 30), 1);
   EXPECT_FALSE(out.Dump().ok());
+  EXPECT_EQ(out.dictionary().generation(), generation);
 
   // Once it is back, every sample is delivered exactly once, stamped with the
   // start of the interval they were taken in.
@@ -193,8 +228,11 @@ TEST(ProfileOutput, RemovedDirectoryGivesAnErrorAndKeepsTheSamples) {
   auto delivered = out.Dump();
   ASSERT_TRUE(delivered.ok()) << delivered.error();
   EXPECT_EQ(delivered->file, path + ".2024030506070809");
-  EXPECT_EQ(ReadFile(delivered->file), "a 2\nb 1\n");
+  EXPECT_EQ(ReadFile(delivered->file),
+            "python-5/5;srv.app.Handler.run (/srv/app.py:12)_[p];memcpy_[pn] 2\n"
+            "python-5/5;srv.app.main (/srv/app.py:30)_[p] 1\n");
   EXPECT_EQ(delivered->samples, 3u);
+  EXPECT_NE(out.dictionary().generation(), generation);
   EXPECT_TRUE(FileExists(path));
   auto next = out.Dump();
   ASSERT_TRUE(next.ok());
@@ -212,7 +250,8 @@ TEST(ProfileOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
   ASSERT_EQ(symlink("/dev/full", path.c_str()), 0);
   ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add(std::string(10000, 'a'), 2);  // more than a stdio buffer: several writes
+  // More than a stdio buffer: several writes.
+  Add(&out, Natives("python", 1, 1, {std::string(10000, 'a')}), 2);
 
   auto failed = out.Dump();
   ASSERT_FALSE(failed.ok());
@@ -224,7 +263,7 @@ TEST(ProfileOutput, FailedWriteDeliversNothingAndFailedFinalDumpRemovesPath) {
   EXPECT_EQ(out.pending_samples(), 2u);
   EXPECT_EQ(DumpedFiles(dir.File("p.col")), std::vector<std::string>{});
 
-  out.Add("b");
+  Add(&out, Natives("python", 1, 1, {"b"}));
   auto final_failed = out.FinalDump();
   ASSERT_FALSE(final_failed.ok());
   EXPECT_NE(final_failed.error().find("its 3 samples are lost"), std::string::npos)
@@ -238,10 +277,10 @@ TEST(ProfileOutput, FinalDumpLeavesNoTransientFile) {
   std::string path = dir.File("p.col");
   ProfileOutput out(path);
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add("a", 2);
+  Add(&out, Natives("python", 1, 1, {"a"}), 2);
   auto dumped = out.FinalDump();
   ASSERT_TRUE(dumped.ok()) << dumped.error();
-  EXPECT_EQ(ReadFile(dumped->file), "a 2\n");
+  EXPECT_EQ(ReadFile(dumped->file), "python-1/1;a_[pn] 2\n");
   EXPECT_FALSE(FileExists(path));
   EXPECT_EQ(DumpedFiles(path), std::vector<std::string>{dumped->file});
 }
@@ -261,17 +300,20 @@ TEST(ProfileOutput, WithoutPathWritesToTheStream) {
   ASSERT_NE(stream, nullptr);
   ProfileOutput out("", stream);
   ASSERT_TRUE(out.Start().ok());
-  out.Add("b;c", 4);
-  out.Add("a");
+  Add(&out, Natives("python", 1, 2, {"b", "c"}), 4);
+  Add(&out, Natives("python", 1, 1, {"a"}));
   auto first = out.Dump();
   ASSERT_TRUE(first.ok()) << first.error();
   EXPECT_EQ(first->file, "");
   EXPECT_EQ(first->samples, 5u);
   EXPECT_EQ(first->lines, 2u);
-  out.Add("a");
+  Add(&out, Natives("python", 1, 1, {"a"}));
   ASSERT_TRUE(out.Dump().ok());
   fclose(stream);
-  EXPECT_EQ(ReadFile(capture), "a 1\nb;c 4\na 1\n");
+  EXPECT_EQ(ReadFile(capture),
+            "python-1/1;a_[pn] 1\n"
+            "python-1/2;b_[pn];c_[pn] 4\n"
+            "python-1/1;a_[pn] 1\n");
 }
 
 TEST(ProfileOutput, StreamWriteErrorIsAStatus) {
@@ -279,7 +321,7 @@ TEST(ProfileOutput, StreamWriteErrorIsAStatus) {
   if (full == nullptr) GTEST_SKIP() << "no /dev/full";
   ProfileOutput out("", full);
   ASSERT_TRUE(out.Start().ok());
-  out.Add("a");
+  Add(&out, Natives("python", 1, 1, {"a"}));
   auto dumped = out.Dump();
   EXPECT_FALSE(dumped.ok());
   EXPECT_NE(dumped.error().find("No space"), std::string::npos) << dumped.error();
@@ -295,7 +337,7 @@ TEST(ProfileOutput, SeveralFormatsShareOneStampAndKeepTheirExtensions) {
                      ProfileFormat::kSpeedscope, ProfileFormat::kPprof});
   ASSERT_TRUE(out.Start(SomeTime()).ok());
   out.set_sample_period_ns(1000000);
-  out.Add("python3-1/1;f_[p]", 4);
+  Add(&out, TestStack("python3", 1, 1).Python("f", "/srv/app.py", 3), 4);
   auto dumped = out.Dump(SomeTime() + std::chrono::seconds(1));
   ASSERT_TRUE(dumped.ok()) << dumped.error();
   const std::string stamp = dir.File("p.2024030506070809");
@@ -304,7 +346,7 @@ TEST(ProfileOutput, SeveralFormatsShareOneStampAndKeepTheirExtensions) {
             (std::vector<std::string>{stamp, stamp + ".html", stamp + ".speedscope.json",
                                       stamp + ".pb.gz"}));
   EXPECT_EQ(dumped->samples, 4u);
-  EXPECT_EQ(ReadFile(stamp), "python3-1/1;f_[p] 4\n");
+  EXPECT_EQ(ReadFile(stamp), "python3-1/1;srv.app.f (/srv/app.py:3)_[p] 4\n");
   for (const auto& file : dumped->files) EXPECT_FALSE(ReadFile(file).empty()) << file;
   EXPECT_TRUE(FileExists(dir.File("p")));  // the fresh transient file
   EXPECT_EQ(DumpedFiles(dir.File("p")).size(), 4u);
@@ -314,7 +356,7 @@ TEST(ProfileOutput, TheStampIsOneNoFormatHasTaken) {
   TempDir dir;
   ProfileOutput out(dir.File("p"), stdout, {ProfileFormat::kCollapsed, ProfileFormat::kFlameGraph});
   ASSERT_TRUE(out.Start(SomeTime()).ok());
-  out.Add("c-1/1;f_[p]", 1);
+  Add(&out, TestStack("c", 1, 1).Python("f", "/srv/app.py", 3));
   // A leftover page holds the stamp: both files move to the next one.
   std::FILE* leftover = std::fopen(dir.File("p.2024030506070809.html").c_str(), "w");
   ASSERT_NE(leftover, nullptr);
@@ -325,5 +367,115 @@ TEST(ProfileOutput, TheStampIsOneNoFormatHasTaken) {
                                                      dir.File("p.2024030506070810.html")}));
 }
 
+// A ProfileOutput writing collapsed files, started.
+class CollapsedDump : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(out_.Start().ok()); }
+
+  TempDir dir_;
+  ProfileOutput out_{dir_.File("p.col")};
+};
+
+// Samples are counted as data: one equal to a sample already seen (its
+// strings interned again) adds to that sample's count and to nothing else.
+TEST_F(CollapsedDump, EqualSamplesShareACount) {
+  auto of_thread = [](uint32_t tid) {
+    return TestStack("python3", 1, tid)
+        .Python("Handler.run", "/srv/app.py", 12)
+        .Native("memcpy", "/lib/libc.so.6", "0123abcd", 0x1234)
+        .Kernel("vfs_read");
+  };
+  Add(&out_, of_thread(2), 2);
+  const size_t strings = out_.dictionary().strings();
+  const size_t objects = out_.dictionary().objects();
+  Add(&out_, of_thread(2));
+  Add(&out_, of_thread(2), 4);
+  EXPECT_EQ(out_.pending_stacks(), 1u);
+  EXPECT_EQ(out_.pending_samples(), 7u);
+  EXPECT_EQ(out_.dictionary().strings(), strings);
+  EXPECT_EQ(out_.dictionary().objects(), objects);
+  // Another line (thread) is another sample.
+  Add(&out_, of_thread(3));
+  EXPECT_EQ(out_.pending_stacks(), 2u);
+  EXPECT_EQ(DumpedText(&out_),
+            "python3-1/2;srv.app.Handler.run (/srv/app.py:12)_[p];memcpy_[pn];vfs_read_[k] 7\n"
+            "python3-1/3;srv.app.Handler.run (/srv/app.py:12)_[p];memcpy_[pn];vfs_read_[k] 1\n");
+}
+
+// pprof keeps each native address, but gProfiler's text names a native frame
+// by its symbol alone: samples that differ only there are one collapsed line.
+TEST_F(CollapsedDump, SamplesDifferingOnlyInNativeAddressAreOneCollapsedLine) {
+  auto at = [](const std::string& file, uint64_t address) {
+    return TestStack("python3", 1, 1)
+        .Python("main", "/srv/app.py", 3)
+        .Native("memcpy", file, file.empty() ? "" : "0123abcd", address);
+  };
+  Add(&out_, at("/lib/libc.so.6", 0x1234), 2);
+  Add(&out_, TestStack("python3", 1, 1).Python("main", "/srv/app.py", 4));
+  Add(&out_, at("/lib/libc.so.6", 0x1238));
+  Add(&out_, at("/lib/libc.so.6", 0x1234));
+  Add(&out_, at("", 0), 5);  // in no known file
+  EXPECT_EQ(out_.pending_stacks(), 4u);
+  EXPECT_EQ(out_.pending_samples(), 10u);
+  EXPECT_EQ(DumpedText(&out_),
+            "python3-1/1;srv.app.main (/srv/app.py:3)_[p];memcpy_[pn] 9\n"
+            "python3-1/1;srv.app.main (/srv/app.py:4)_[p] 1\n");
+}
+
+// The interval's strings go with its samples once a dump delivered them: a
+// host profiled for months does not keep every name it ever saw.
+TEST_F(CollapsedDump, ADeliveredDumpEmptiesTheDictionary) {
+  Add(&out_, TestStack("python3", 1, 1)
+                 .Python("main", "/srv/app.py", 3)
+                 .Native("memcpy", "/lib/libc.so.6", "0123abcd", 0x1234));
+  const uint64_t generation = out_.dictionary().generation();
+  EXPECT_GT(out_.dictionary().strings(), 1u);
+  EXPECT_EQ(out_.dictionary().objects(), 2u);
+  ASSERT_TRUE(out_.Dump().ok());
+  EXPECT_NE(out_.dictionary().generation(), generation);
+  EXPECT_EQ(out_.dictionary().strings(), 1u);  // "" only
+  EXPECT_EQ(out_.dictionary().objects(), 1u);  // "unknown" only
+  // The next interval names its own strings afresh.
+  Add(&out_, TestStack("python3", 1, 1).Python("other", "/srv/other.py", 8));
+  EXPECT_EQ(DumpedText(&out_), "python3-1/1;srv.other.other (/srv/other.py:8)_[p] 1\n");
+}
+
+// Every kind of frame as gProfiler reads it, byte for byte: markers, Python
+// frames of a script, a package's __init__.py, a frozen module and a code
+// object without a file, native and kernel frames; ';' and line breaks in
+// names and paths become '_'.
+TEST_F(CollapsedDump, CollapsedOutputSpellsEveryKindOfFrame) {
+  Add(&out_,
+      TestStack("python3", 4242, 4243)
+          .Marker(std::string(kTruncatedPythonStack))
+          .Python("<module>", "/srv/app/main.py", 1)
+          .Python("f", "/srv/app/pkg/__init__.py", 5)
+          .Python("_find_and_load", "<frozen importlib._bootstrap>", 1360)
+          .Python("g", "", 0)
+          .Marker(std::string(kLostSymbol))
+          .Python("Weird;Class.meth\nod", "/srv/a;b/c\r.py", 9)
+          .Marker(NativeStackErrorText("unw_step (unspecified; error)"))
+          .Native("_PyEval_EvalFrameDefault", "/usr/lib/libpython3.11.so.1.0", "abcd", 0x1000)
+          .Native("operator new;\xe2\x80\xa8x", "/lib/libstdc++.so.6", "", 0x2000)
+          .Native("memcpy")
+          .Kernel("do_syscall_64")
+          .Kernel("vfs_read\n"),
+      3);
+  Add(&out_, TestStack("python3", 4242, 4244).Marker(std::string(kNoFrames)), 2);
+  Add(&out_, TestStack("my;app", 7, 7).Marker(SampleErrorText(PYPERF_ERROR_NO_INTERPRETER)));
+  EXPECT_EQ(DumpedText(&out_),
+            "my_app-7/7;[Sample Error NO_INTERPRETER]_[pe] 1\n"
+            "python3-4242/4243;[Truncated Python Stack]_[pe];"
+            "srv.app.main.<module> (/srv/app/main.py:1)_[p];"
+            "srv.app.pkg.f (/srv/app/pkg/__init__.py:5)_[p];"
+            "importlib._bootstrap._find_and_load (<frozen importlib._bootstrap>:1360)_[p];"
+            "g (:0)_[p];[Lost Symbol]_[pe];"
+            "srv.a_b.c_.Weird_Class.meth_od (/srv/a_b/c_.py:9)_[p];"
+            "[Native Stack Error: unw_step (unspecified_ error)]_[pe];"
+            "_PyEval_EvalFrameDefault_[pn];operator new__x_[pn];memcpy_[pn];"
+            "do_syscall_64_[k];vfs_read__[k] 3\n"
+            "python3-4242/4244;[No Frames]_[pe] 2\n");
+}
+
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

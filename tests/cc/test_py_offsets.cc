@@ -25,7 +25,7 @@
 #include "support/python_roots.h"
 #include "support/test_support.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 using pyperf_test::FileExists;
@@ -484,4 +484,4 @@ TEST(PyOffsetsSchema, ProbeCoversEveryField) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

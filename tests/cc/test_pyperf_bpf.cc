@@ -12,10 +12,10 @@ class PyPerfBpfLoad : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(PyPerfBpfLoad, ProgramLoadsWithUserStackPages) {
   PYPERF_REQUIRE_BPF();
-  pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
+  ebpf::pyperf::BpfConfig config = ebpf::pyperf::BpfConfigFor(ebpf::pyperf::Options{});
   config.user_stack_pages = GetParam();
   config.sample_period_ns = 1000000;
-  auto bpf = pyperf::PyPerfBpf::Load(config);
+  auto bpf = ebpf::pyperf::PyPerfBpf::Load(config);
   ASSERT_TRUE(bpf.ok()) << bpf.error();
   // Nothing is interned yet: ids are (CPU << 24 | per-CPU count), so a first
   // symbol on any CPU would be found under CPU << 24.
@@ -23,11 +23,11 @@ TEST_P(PyPerfBpfLoad, ProgramLoadsWithUserStackPages) {
     EXPECT_FALSE((*bpf)->LookupSymbol(cpu << 24).has_value()) << "cpu " << cpu;
   }
   // The check program is loaded (and verified) when the check runs.
-  auto offsets = pyperf::ReadKernelOffsets();
+  auto offsets = ebpf::ReadKernelOffsets();
   ASSERT_TRUE(offsets.ok()) << offsets.error();
-  auto run = pyperf::CheckKernelOffsets(**bpf, {*offsets});
+  auto run = ebpf::pyperf::CheckKernelOffsets(**bpf, {*offsets});
   ASSERT_TRUE(run.ok()) << run.error();
-  EXPECT_EQ(run->verdicts.at(0).outcome, pyperf::OffsetVerdict::Outcome::kPass)
+  EXPECT_EQ(run->verdicts.at(0).outcome, ebpf::pyperf::OffsetVerdict::Outcome::kPass)
       << run->verdicts.at(0).why;
 }
 
@@ -37,10 +37,10 @@ INSTANTIATE_TEST_SUITE_P(Pages, PyPerfBpfLoad, ::testing::Values(0u, 1u, 2u, 4u,
 // with them too (x86_64 kernels still accept them).
 TEST(PyPerfBpfLoadLegacy, ProgramLoadsWithBpfProbeRead) {
   PYPERF_REQUIRE_BPF();
-  pyperf::BpfConfig config = pyperf::BpfConfigFor(pyperf::Options{});
+  ebpf::pyperf::BpfConfig config = ebpf::pyperf::BpfConfigFor(ebpf::pyperf::Options{});
   config.sample_period_ns = 1000000;
   config.probe_read_user = false;
-  auto bpf = pyperf::PyPerfBpf::Load(config);
+  auto bpf = ebpf::pyperf::PyPerfBpf::Load(config);
   ASSERT_TRUE(bpf.ok()) << bpf.error();
 }
 

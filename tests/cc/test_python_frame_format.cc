@@ -1,4 +1,6 @@
-// Tests for how Python frames are spelled in collapsed stacks.
+// Tests for how Python frames are spelled in collapsed stacks: the module a
+// file is named by (PythonModuleName), and the whole frame as StackSpeller
+// spells it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,8 +9,9 @@
 
 #include "FrameSpelling.h"
 #include "PythonFrameFormat.h"
+#include "support/test_stack.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 // The text of a Python frame with the suffix FrameSpelling gives it.
@@ -69,64 +72,47 @@ TEST(PythonModuleName, SpecialFileNames) {
   });
 }
 
-TEST(FormatPythonFrame, MethodOfAClass) {
-  EXPECT_EQ(FormatPythonFrame("/usr/lib/python3.11/json/decoder.py", "decode", "JSONDecoder", 332),
+// The collapsed spelling of a Python frame of `qualified_name` in `file`
+// (StackSpeller, FrameSpelling.h): what gProfiler reads.
+std::string Spelled(const std::string& file, const std::string& qualified_name, int line) {
+  const std::string spelled =
+      pyperf_test::Collapsed(pyperf_test::TestStack("p", 1, 1).Python(qualified_name, file, line));
+  return spelled.substr(spelled.find(kFrameSeparator) + 1);
+}
+
+TEST(PythonFrameSpelling, MethodOfAClass) {
+  EXPECT_EQ(Spelled("/usr/lib/python3.11/json/decoder.py", "JSONDecoder.decode", 332),
             Python("json.decoder.JSONDecoder.decode (/usr/lib/python3.11/json/decoder.py:332)"));
 }
 
-TEST(FormatPythonFrame, PlainFunction) {
-  EXPECT_EQ(FormatPythonFrame("/app/site-packages/requests/api.py", "get", "", 62),
+TEST(PythonFrameSpelling, PlainFunction) {
+  EXPECT_EQ(Spelled("/app/site-packages/requests/api.py", "get", 62),
             Python("requests.api.get (/app/site-packages/requests/api.py:62)"));
-  EXPECT_EQ(FormatPythonFrame("/work/x/app.py", "<module>", "", 1),
+  EXPECT_EQ(Spelled("/work/x/app.py", "<module>", 1),
             Python("work.x.app.<module> (/work/x/app.py:1)"));
 }
 
-TEST(FormatPythonFrame, EmptyFileDropsTheModulePrefix) {
-  EXPECT_EQ(FormatPythonFrame("", "f", "", 0), Python("f (:0)"));
+TEST(PythonFrameSpelling, EmptyFileDropsTheModulePrefix) {
+  EXPECT_EQ(Spelled("", "f", 0), Python("f (:0)"));
 }
 
-TEST(FormatPythonFrame, CharactersThatBreakCollapsedStacksAreReplaced) {
-  EXPECT_EQ(FormatPythonFrame("/a;b/c.py", "f\n", "", 3), Python("a_b.c.f_ (/a_b/c.py:3)"));
+TEST(PythonFrameSpelling, SpecialFilesAreNamedByTheirModule) {
+  EXPECT_EQ(Spelled("/usr/lib/python3.11/json/__init__.py", "loads", 346),
+            Python("json.loads (/usr/lib/python3.11/json/__init__.py:346)"));
+  EXPECT_EQ(Spelled("<frozen importlib._bootstrap>", "_find_and_load", 1360),
+            Python("importlib._bootstrap._find_and_load (<frozen importlib._bootstrap>:1360)"));
+  EXPECT_EQ(Spelled("<string>", "f", 1), Python("<string>.f (<string>:1)"));
 }
 
-std::string WithoutSuffix(const std::string& frame) {
-  return frame.substr(0, frame.size() - kPythonSuffix.size());
+// A path holding " (" and ":" is written as it is: nothing parses it back.
+TEST(PythonFrameSpelling, APathWithParenthesesAndColonsIsKept) {
+  EXPECT_EQ(Spelled("/srv/My Project (copy)/a:b.py", "run", 7),
+            Python("srv.My Project (copy).a:b.run (/srv/My Project (copy)/a:b.py:7)"));
 }
 
-TEST(ParsePythonFrameText, GivesBackNameFileAndLine) {
-  PythonFrameParts parts;
-  std::string text = WithoutSuffix(
-      FormatPythonFrame("/usr/lib/python3.11/json/decoder.py", "decode", "JSONDecoder", 332));
-  ASSERT_TRUE(ParsePythonFrameText(text, &parts)) << text;
-  EXPECT_EQ(parts.name, "json.decoder.JSONDecoder.decode");
-  EXPECT_EQ(parts.file, "/usr/lib/python3.11/json/decoder.py");
-  EXPECT_EQ(parts.line, 332);
-}
-
-// A path holding " (" and ":" is split where FormatPythonFrame joined it.
-TEST(ParsePythonFrameText, APathWithParenthesesAndColonsSplitsRight) {
-  for (const std::string& file :
-       {std::string("/srv/My Project (copy)/a:b.py"), std::string("/x (1)/y (2)/z.py"),
-        std::string("<string>"), std::string("")}) {
-    SCOPED_TRACE(file);
-    PythonFrameParts parts;
-    std::string text = WithoutSuffix(FormatPythonFrame(file, "run (x)", "", 7));
-    ASSERT_TRUE(ParsePythonFrameText(text, &parts)) << text;
-    EXPECT_EQ(parts.file, file);
-    EXPECT_EQ(parts.line, 7);
-    EXPECT_EQ(text.substr(0, parts.name.size()), parts.name);
-    EXPECT_EQ(parts.name.substr(parts.name.size() - 7), "run (x)");
-  }
-}
-
-TEST(ParsePythonFrameText, RefusesTextsWithoutFileAndLine) {
-  PythonFrameParts parts;
-  EXPECT_FALSE(ParsePythonFrameText("", &parts));
-  EXPECT_FALSE(ParsePythonFrameText("f", &parts));
-  EXPECT_FALSE(ParsePythonFrameText("f (a.py)", &parts));
-  EXPECT_FALSE(ParsePythonFrameText("f (a.py:x)", &parts));
-  EXPECT_FALSE(ParsePythonFrameText("other.f (/srv/a.py:3)", &parts));  // module does not match
+TEST(PythonFrameSpelling, CharactersThatBreakCollapsedStacksAreReplaced) {
+  EXPECT_EQ(Spelled("/a;b/c.py", "f\n", 3), Python("a_b.c.f_ (/a_b/c.py:3)"));
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

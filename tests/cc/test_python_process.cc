@@ -16,11 +16,14 @@
 
 #include "PythonProcess.h"
 #include "elf_file.h"
+#include "elf_image_cache.h"
 #include "proc_maps.h"
+#include "process_unwind_state.h"
 #include "support/python_roots.h"
 #include "support/test_support.h"
+#include "target_process.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 using pyperf_test::ChildProcess;
@@ -119,6 +122,26 @@ std::optional<ResolvedInterpreter> Resolve(const InterpreterCase& c) {
   }
   return std::nullopt;
 }
+
+// The interpreter run with a copy of its libpython (through LD_LIBRARY_PATH),
+// a file of the test's own: to delete, or that no earlier test has read.
+struct CopiedLibpythonWorkload {
+  CopiedLibpythonWorkload(const ResolvedInterpreter& interp, const std::string& name)
+      : copy(dir.File(name)),
+        copied(pyperf_test::RunCommand({"cp", interp.expected_module, copy}).exit_code == 0),
+        child(WorkloadArgv(interp.python), Options(dir)),
+        reported(copied ? StartWorkload(child) : std::nullopt) {}
+  static ChildProcess::Options Options(const TempDir& dir) {
+    ChildProcess::Options options;
+    options.env["LD_LIBRARY_PATH"] = dir.path();
+    return options;
+  }
+  TempDir dir;
+  std::string copy;
+  bool copied;
+  ChildProcess child;
+  std::optional<ReportedVersion> reported;
+};
 
 class PythonProcessTest : public ::testing::TestWithParam<InterpreterCase> {};
 
@@ -279,16 +302,11 @@ TEST(InspectPythonProcess, RejectsNonPythonProcess) {
 TEST(InspectPythonProcess, ReadsDeletedLibpythonThroughMapFiles) {
   auto interp = Resolve(InterpreterCase{"pyenv_3_11", "3.11", ""});
   if (!interp) PYPERF_SKIP_OR_FAIL("pyenv Python 3.11 is not installed");
-  TempDir dir;
-  std::string copy = dir.File("libpython3.11.so.1.0");
-  auto cp = pyperf_test::RunCommand({"cp", interp->expected_module, copy});
-  ASSERT_EQ(cp.exit_code, 0) << cp.err;
-
-  ChildProcess::Options options;
-  options.env["LD_LIBRARY_PATH"] = dir.path();
-  ChildProcess child(WorkloadArgv(interp->python), options);
-  auto reported = StartWorkload(child);
-  ASSERT_TRUE(reported) << child.Stderr();
+  CopiedLibpythonWorkload workload(*interp, "libpython3.11.so.1.0");
+  ASSERT_TRUE(workload.reported) << workload.child.Stderr();
+  const std::string& copy = workload.copy;
+  ChildProcess& child = workload.child;
+  const ReportedVersion* reported = &*workload.reported;
   ASSERT_EQ(unlink(copy.c_str()), 0);
 
   auto info = InspectPythonProcess(child.pid());
@@ -392,5 +410,49 @@ TEST(PythonProcessInspector, CachesPerFileAndFindsProcesses) {
   EXPECT_FALSE(has(getpid()));
 }
 
+// Python detection and native unwinding read the same libpython: it is parsed
+// once (ElfImageCache), and the native module is built on detection's parse.
+TEST(PythonProcessInspector, SharesItsParseOfLibpythonWithNativeUnwinding) {
+  auto interp = Resolve(InterpreterCase{"pyenv_3_11", "3.11", ""});
+  if (!interp) PYPERF_SKIP_OR_FAIL("pyenv Python 3.11 is not installed");
+  // A fresh copy: a file no earlier test has parsed.
+  CopiedLibpythonWorkload workload(*interp, "libpython3.11.so.1.0");
+  ASSERT_TRUE(workload.reported) << workload.child.Stderr();
+  const std::string& copy = workload.copy;
+
+  ElfImageCache& images = ElfImageCache::Shared();
+  const uint64_t parses_before = images.stats().parses;
+  PythonProcessInspector inspector;
+  auto info = inspector.Inspect(workload.child.pid());
+  ASSERT_TRUE(info.ok()) << info.error();
+  ASSERT_EQ(info->module.path, copy);
+  const uint64_t parses_detected = images.stats().parses;
+  // The copy, and the executable unless an earlier test parsed it.
+  EXPECT_GE(parses_detected - parses_before, 1u);
+  EXPECT_LE(parses_detected - parses_before, 2u);
+
+  // The native unwinder's load of the module, as on a first sample.
+  auto live = LiveProcess::Attach(workload.child.pid());
+  ASSERT_TRUE(live.ok()) << live.error();
+  std::string maps_buffer;
+  auto state = ProcessUnwindState::Create(std::move(live).value(), &maps_buffer);
+  ASSERT_TRUE(state.ok()) << state.error();
+  const ExecMapping* code = nullptr;
+  for (const ExecMapping& m : (*state)->maps) {
+    if ((*state)->path(m) == copy) code = &m;
+  }
+  ASSERT_NE(code, nullptr) << "no executable mapping of " << copy;
+  auto module = (*state)->LoadModule(*code, /*load_symbols=*/true);
+  ASSERT_TRUE(module.ok()) << module.error();
+  EXPECT_EQ(images.stats().parses, parses_detected) << "libpython parsed again for native frames";
+  EXPECT_FALSE((*module)->symbols().empty());
+
+  // One image: the module's bytes are detection's mapping of the file.
+  auto image = images.GetPath(info->module.host_path);
+  ASSERT_TRUE(image.ok()) << image.error();
+  EXPECT_EQ((*module)->image().bytes().data(), (*image)->bytes().data());
+  EXPECT_EQ(images.stats().parses, parses_detected);
+}
+
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

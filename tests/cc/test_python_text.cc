@@ -9,7 +9,7 @@
 
 #include "PythonText.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 const std::string kFFFD = "\xEF\xBF\xBD";
@@ -80,4 +80,4 @@ TEST(PythonText, NoStringIsEmptyAndAnUnreadableOneSaysSo) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

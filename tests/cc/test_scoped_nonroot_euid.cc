@@ -60,7 +60,7 @@ TEST(ScopedNonRootEuid, RunsUnderANonZeroEuidKeepingCapabilitiesAndRootFileAcces
   RootOnlyFile file;
   ASSERT_FALSE(file.path().empty());
   {
-    pyperf::ScopedNonRootEuid scope;
+    ebpf::ScopedNonRootEuid scope;
     ASSERT_TRUE(scope.active()) << "could not leave euid 0 as root";
     EXPECT_NE(geteuid(), 0u);
     EXPECT_EQ(getuid(), 0u);
@@ -80,7 +80,7 @@ TEST(ScopedNonRootEuid, PutsRootSecurebitsAndDumpableBackAsTheyWere) {
   ASSERT_EQ(prctl(PR_SET_DUMPABLE, 1), 0);
   const int dumpable = prctl(PR_GET_DUMPABLE);
   {
-    pyperf::ScopedNonRootEuid scope;
+    ebpf::ScopedNonRootEuid scope;
     ASSERT_TRUE(scope.active());
   }
   uid_t r = 1, e = 1, s = 1;
@@ -104,7 +104,7 @@ TEST(ScopedNonRootEuid, DoesNothingWhenNotRoot) {
     const int bits = prctl(PR_GET_SECUREBITS);
     bool ok;
     {
-      pyperf::ScopedNonRootEuid scope;
+      ebpf::ScopedNonRootEuid scope;
       ok = !scope.active() && geteuid() == 65533 && prctl(PR_GET_SECUREBITS) == bits;
     }
     ok = ok && geteuid() == 65533;

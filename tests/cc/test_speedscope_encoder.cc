@@ -1,7 +1,9 @@
 // The speedscope encoder (SpeedscopeEncoder.h): files that speedscope's
 // published schema accepts, read back by a consumer (tests/js/
-// speedscope_file.mjs) into exactly the collapsed stacks they were written
-// from, hostile names included. Real PyPerf runs on every interpreter layout:
+// speedscope_file.mjs) into exactly the stacks they were written from (names
+// as people read them, escaped as the collapsed text escapes them), hostile
+// names included. Real PyPerf runs
+// on every interpreter layout:
 // Formats.SpeedscopeOfEveryLayoutIsValidAndHoldsTheSameSamples
 // (test_e2e_versions.cc).
 #include <gtest/gtest.h>
@@ -16,24 +18,21 @@
 #include <vector>
 
 #include "FrameSpelling.h"
+#include "JsonText.h"
 #include "ProfileEncoder.h"
-#include "PythonFrameFormat.h"
 #include "SpeedscopeEncoder.h"
+#include "support/collapsed.h"
 #include "support/encoded_dump.h"
 #include "support/speedscope_file.h"
+#include "support/test_stack.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
 namespace {
 
-using pyperf::FrameKind;
-
 constexpr uint64_t kPeriod = 1000000;  // 1 ms
 // 2026-12-03T15:00:00Z.
 const std::chrono::system_clock::time_point kStart{std::chrono::seconds(1796310000)};
-const std::string kUnparseableLine =
-    std::string(pyperf::kUnparseableStacksProfile) + ";" +
-    pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kUnparseableStack);
 
 #define REQUIRE_SPEEDSCOPE_READER()                                                   \
   do {                                                                                \
@@ -46,33 +45,18 @@ const std::string kUnparseableLine =
                           "(npm ci there)");                                          \
   } while (0)
 
-// A stack as PyPerf builds it: head token, then frames (already spelled).
-std::string Stack(const std::string& comm, uint32_t pid, uint32_t tid,
-                  const std::vector<std::string>& spelled_frames) {
-  pyperf::StackText text;
-  text.Start(comm.data(), comm.size(), pid, tid);
-  for (const std::string& frame : spelled_frames) text.AddSpelled(frame);
-  return text.text();
-}
-
-std::string Py(const std::string& file, const std::string& function, const std::string& cls,
-               int line) {
-  return pyperf::FormatPythonFrame(file, function, cls, line);
-}
-
 struct Written {
   std::string path;
   std::string text;
   bool ok = false;
 };
 
-// Encodes `stacks` (sorted, as ProfileOutput hands them over) to a file.
-Written Encode(const TempDir& dir, std::vector<std::pair<std::string, uint64_t>> stacks,
-               uint64_t period = kPeriod) {
+// Encodes `stacks` (put in the order ProfileOutput hands them over) to a file.
+Written Encode(const TempDir& dir, DumpStacks stacks, uint64_t period = kPeriod) {
   SyntheticDump dump(std::move(stacks), period, kStart);
   Written written;
   written.path = dir.File("profile.speedscope.json");
-  written.ok = EncodeDumpToFile(pyperf::ProfileFormat::kSpeedscope, dump.profile(), written.path);
+  written.ok = EncodeDumpToFile(ebpf::pyperf::ProfileFormat::kSpeedscope, dump.profile(), written.path);
   written.text = ReadFile(written.path);
   return written;
 }
@@ -98,39 +82,47 @@ size_t Occurrences(const std::string& text, const std::string& what) {
 }
 
 // Every frame kind, every marker, three threads of two processes.
-std::vector<std::pair<std::string, uint64_t>> EveryKindStacks() {
-  const std::string main_busy = Py("/app/calltree.py", "main_busy", "", 42);
-  const std::string module = Py("/app/calltree.py", "<module>", "", 7);
-  const std::string spin = Py("/usr/lib/python3.11/threading.py", "spin", "Worker", 1002);
-  const std::string call = pyperf::SpellFrame(FrameKind::kNative, "PyObject_Call");
-  const std::string libc = pyperf::SpellFrame(FrameKind::kNative, "libc.so.6+0x1a2b3");
-  const std::string syscall = pyperf::SpellFrame(FrameKind::kKernel, "do_syscall_64");
-  const std::string read = pyperf::SpellFrame(FrameKind::kKernel, "ksys_read");
+DumpStacks EveryKindStacks() {
+  auto main_busy = [] {
+    return TestStack("python3", 100, 9)
+        .Python("<module>", "/app/calltree.py", 7)
+        .Python("main_busy", "/app/calltree.py", 42);
+  };
   return {
-      {Stack("python3", 100, 9, {module, main_busy}), 5},
-      {Stack("python3", 100, 9, {module, main_busy, call, libc, syscall, read}), 3},
-      {Stack("python3", 100, 10,
-             {pyperf::SpellFrame(FrameKind::kMarker, pyperf::kTruncatedPythonStack), spin}),
+      {main_busy(), 5},
+      {main_busy()
+           .Native("PyObject_Call", "/usr/lib/libpython3.11.so", "", 0x1000)
+           .Native("libc.so.6+0x1a2b3")
+           .Kernel("do_syscall_64")
+           .Kernel("ksys_read"),
+       3},
+      {TestStack("python3", 100, 10)
+           .Marker(std::string(ebpf::pyperf::kTruncatedPythonStack))
+           .Python("Worker.spin", "/usr/lib/python3.11/threading.py", 1002),
        2},
-      {Stack("python3", 100, 10, {pyperf::SampleErrorFrame(1)}), 1},
-      {Stack("python3", 100, 10,
-             {pyperf::NativeStackErrorFrame("no unwind info for 0x7f00"), call, libc}),
+      {TestStack("python3", 100, 10).Marker(ebpf::pyperf::SampleErrorText(1)), 1},
+      {TestStack("python3", 100, 10)
+           .Marker(ebpf::pyperf::NativeStackErrorText("no unwind info for 0x7f00"))
+           .Native("PyObject_Call", "/usr/lib/libpython3.11.so", "", 0x1000)
+           .Native("libc.so.6+0x1a2b3"),
        4},
-      {Stack("worker", 7, 7,
-             {pyperf::SpellFrame(FrameKind::kMarker, pyperf::kLostSymbol),
-              pyperf::SpellFrame(FrameKind::kMarker, pyperf::kMissingPythonFrame),
-              pyperf::SpellFrame(FrameKind::kMarker, pyperf::kLostKernelStack),
-              pyperf::SpellFrame(FrameKind::kMarker, pyperf::kTruncatedNativeStack),
-              pyperf::SpellFrame(FrameKind::kMarker, pyperf::kProcessReplaced)}),
+      {TestStack("worker", 7, 7)
+           .Marker(std::string(ebpf::pyperf::kLostSymbol))
+           .Marker(std::string(ebpf::pyperf::kMissingPythonFrame))
+           .Marker(std::string(ebpf::pyperf::kLostKernelStack))
+           .Marker(std::string(ebpf::pyperf::kTruncatedNativeStack))
+           .Marker(std::string(ebpf::pyperf::kProcessReplaced)),
        6},
       // No frame at all (PyPerf adds [No Frames]_[pe]; the encoder copes anyway).
-      {Stack("worker", 7, 7, {}), 1},
+      {TestStack("worker", 7, 7), 1},
   };
 }
 
-std::map<std::string, uint64_t> AsMap(const std::vector<std::pair<std::string, uint64_t>>& v) {
+// What the file reads back into (SpeedscopeFileResult::collapsed).
+std::map<std::string, uint64_t> AsMap(const DumpStacks& stacks) {
   std::map<std::string, uint64_t> map;
-  for (const auto& [stack, count] : v) map[stack] += count;
+  for (const auto& [stack, count] : stacks)
+    map[EscapedStack(stack, PythonNaming::kDisplayName)] += count;
   return map;
 }
 
@@ -149,6 +141,24 @@ TEST(SpeedscopeEncoderTest, EveryFrameKindRoundTripsExactlyAndMatchesTheSchema) 
             (std::vector<std::string>{"worker-7/7", "python3-100/9", "python3-100/10"}));
 }
 
+// What the end-to-end tests compare a real run's file with: the collapsed
+// dump of the same samples, its Python frames by display name.
+TEST(SpeedscopeEncoderTest, ReadsBackAsTheSpeedscopeViewOfTheCollapsedDump) {
+  REQUIRE_SPEEDSCOPE_READER();
+  TempDir dir;
+  // Every stack with a frame (PyPerf writes no line without one).
+  DumpStacks stacks;
+  for (const auto& entry : EveryKindStacks())
+    if (!entry.first.frames.empty()) stacks.push_back(entry);
+  Written file = Encode(dir, stacks);
+  ASSERT_TRUE(file.ok);
+  SyntheticDump dump(stacks, kPeriod, kStart);
+  const auto collapsed = StackCounts(EncodeDump(ebpf::pyperf::ProfileFormat::kCollapsed, dump.profile()));
+  SpeedscopeFileResult read = ReadSpeedscopeFile(file.path, kPeriod);
+  ExpectValid(read);
+  EXPECT_EQ(read.collapsed, SpeedscopeViewOfCollapsed(collapsed)) << Describe(read);
+}
+
 TEST(SpeedscopeEncoderTest, FramesAreSharedAndNamedAsTheFormatSays) {
   TempDir dir;
   Written file = Encode(dir, EveryKindStacks());
@@ -162,9 +172,10 @@ TEST(SpeedscopeEncoderTest, FramesAreSharedAndNamedAsTheFormatSays) {
   EXPECT_NE(json.find("\"name\":\"PyPerf 2026-12-03T15:00:00.000Z to 2026-12-03T15:01:00.000Z\""),
             std::string::npos)
       << json.substr(0, 300);
-  // Python frames by name, file and line; the others by their whole spelling.
+  // Python frames by display name, file and line; the others by their text
+  // and suffix.
   EXPECT_EQ(Occurrences(json,
-                        "{\"name\":\"app.calltree.main_busy\",\"file\":\"/app/calltree.py\","
+                        "{\"name\":\"calltree.main_busy\",\"file\":\"/app/calltree.py\","
                         "\"line\":42}"),
             1u);
   EXPECT_EQ(Occurrences(json,
@@ -191,22 +202,20 @@ TEST(SpeedscopeEncoderTest, HostileNamesStayValidJsonAndRoundTrip) {
   const std::string hostile =
       "q\"uo'te \\back\\slash </script><script>alert(1)</script> &amp; \x01\x08\x0b\x0c\x1b\x1f\x7f"
       " \t tab \u2028 ls \u2029 ps \U0001F525 emoji \u05E9\u05DC\u05D5\u05DD rtl \u202E over";
-  std::vector<std::pair<std::string, uint64_t>> stacks = {
-      {Stack("py" + hostile, 1, 2,
-             {Py("/srv/" + hostile + "/mod.py", "f" + hostile, "C" + hostile, 3),
-              pyperf::SpellFrame(FrameKind::kNative, "n" + hostile),
-              pyperf::SpellFrame(FrameKind::kKernel, "k" + hostile),
-              pyperf::SpellFrame(FrameKind::kMarker, "[" + hostile + "]"),
-              pyperf::NativeStackErrorFrame(hostile)}),
+  DumpStacks stacks = {
+      {TestStack("py" + hostile, 1, 2)
+           .Python("C" + hostile + ".f" + hostile, "/srv/" + hostile + "/mod.py", 3)
+           .Native("n" + hostile, "/lib/" + hostile + ".so", "", 0x10)
+           .Kernel("k" + hostile)
+           .Marker("[" + hostile + "]")
+           .Marker(ebpf::pyperf::NativeStackErrorText(hostile)),
        3},
-      // A Python frame whose parts do not spell it back (line "007"), and one
-      // that is not "<name> (<file>:<line>)" at all: kept by their spelling.
-      {Stack("python3", 1, 3, {"mod.f (mod.py:007)_[p]", "just text_[p]", " (:)_[p]"}), 2},
-      // Empty module: a file in angle brackets.
-      {Stack("python3", 1, 3, {Py("<string>", "<module>", "", 1)}), 1},
-      // Characters FrameSpelling turns into '_' (U+2028, U+2029, VT, FS) as
-      // another caller could hand them over: still valid, still exact.
-      {"raw\u2028comm-1/4;n\u2028\u2029\x0b\x1c\u0085_[pn];k\u2028_[k]", 1},
+      // A file in angle brackets: its module is the file's name.
+      {TestStack("python3", 1, 3).Python("<module>", "<string>", 1), 1},
+      // Characters the collapsed text turns into '_' (';', U+2028, U+2029,
+      // VT, FS, NEL): speedscope shows them as '_' too.
+      {TestStack("raw\u2028comm", 1, 4).Native("n;\u2028\u2029\x0b\x1c\u0085").Kernel("k\u2028"),
+       1},
   };
   Written file = Encode(dir, stacks);
   ASSERT_TRUE(file.ok);
@@ -224,6 +233,8 @@ TEST(SpeedscopeEncoderTest, HostileNamesStayValidJsonAndRoundTrip) {
   SpeedscopeFileResult read = ReadSpeedscopeFile(file.path, kPeriod);
   ExpectValid(read);
   EXPECT_EQ(read.collapsed, AsMap(stacks)) << Describe(read);
+  // The escaped stack, written out by hand: one '_' per separator or break.
+  EXPECT_EQ(read.collapsed["raw_comm-1/4;n_______[pn];k__[k]"], 1u) << Describe(read);
 }
 
 TEST(SpeedscopeEncoderTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
@@ -243,8 +254,7 @@ TEST(SpeedscopeEncoderTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
       "c\uFFFD\uFFFD"
       "d\uFFFD\uFFFD\uFFFD"
       "e\uFFFD\uFFFD";
-  std::string raw_stack = "python3-1/1;" + bad + "_[pn]";
-  Written file = Encode(dir, {{raw_stack, 2}});
+  Written file = Encode(dir, {{TestStack("python3", 1, 1).Native(bad), 2}});
   ASSERT_TRUE(file.ok);
   SpeedscopeFileResult read = ReadSpeedscopeFile(file.path, kPeriod);
   ExpectValid(read);  // includes: the file is strict UTF-8
@@ -253,26 +263,55 @@ TEST(SpeedscopeEncoderTest, BytesThatAreNotUtf8BecomeReplacementCharacters) {
       << Describe(read);
 }
 
-TEST(SpeedscopeEncoderTest, UnparseableStacksAreCountedInAMarkedProfile) {
+TEST(SpeedscopeEncoderTest, PythonFramesAreNamedAsPeopleKnowThem) {
+  TempDir dir;
+  const std::string file = "/srv/bcc-pyperf/examples/cpp/pyperf/demo/demo_workload.py";
+  Written written =
+      Encode(dir, {{TestStack("python3", 1, 1).Python("RequestHandler.handle", file, 14), 2}});
+  ASSERT_TRUE(written.ok);
+  EXPECT_EQ(
+      Occurrences(written.text, "{\"name\":\"demo_workload.RequestHandler.handle\",\"file\":\"" +
+                                    file + "\",\"line\":14}"),
+      1u)
+      << written.text;
+}
+
+TEST(SpeedscopeEncoderTest, FramesOfOneDisplayNameInTwoFilesOrLinesAreSeparateFrames) {
   REQUIRE_SPEEDSCOPE_READER();
   TempDir dir;
-  auto stacks = EveryKindStacks();
-  std::vector<std::pair<std::string, uint64_t>> bad = {
-      {"no head token;main_[p]", 4},            // no "<comm>-<pid>/<tid>"
-      {"python3-1/2;frame_without_suffix", 5},  // a frame of no known kind
-      {"python3-x/2;f_[p]", 6},                 // not a pid
-  };
-  auto all = stacks;
-  all.insert(all.end(), bad.begin(), bad.end());
-  Written file = Encode(dir, all);
+  const DumpStacks stacks = {
+      {TestStack("python3", 1, 1).Python("Handler.run", "/a/app/util.py", 5), 2},
+      {TestStack("python3", 1, 1).Python("Handler.run", "/b/lib/util.py", 5), 3},
+      {TestStack("python3", 1, 1).Python("Handler.run", "/b/lib/util.py", 6), 4}};
+  Written file = Encode(dir, stacks);
   ASSERT_TRUE(file.ok);
+  EXPECT_EQ(Occurrences(file.text, "{\"name\":\"util.Handler.run\""), 3u) << file.text;
   SpeedscopeFileResult read = ReadSpeedscopeFile(file.path, kPeriod);
   ExpectValid(read);
-  auto expected = AsMap(stacks);
-  expected[kUnparseableLine] = 4 + 5 + 6;  // every sample still accounted
-  EXPECT_EQ(read.collapsed, expected) << Describe(read);
-  ASSERT_FALSE(read.profile_names.empty());
-  EXPECT_EQ(read.profile_names.back(), pyperf::kUnparseableStacksProfile);
+  EXPECT_EQ(read.collapsed, AsMap(stacks)) << Describe(read);
+  EXPECT_EQ(read.collapsed.size(), 3u);
+}
+
+TEST(SpeedscopeEncoderTest, NativeFramesThatDifferOnlyInAddressAreOneFrameAndOneSample) {
+  REQUIRE_SPEEDSCOPE_READER();
+  TempDir dir;
+  auto main = [] { return TestStack("python3", 1, 1).Python("main", "/app/mod.py", 3); };
+  const DumpStacks stacks = {{main().Native("memcpy", "/lib/libc.so.6", "ab12", 0x100), 2},
+                             {main().Native("memcpy", "/lib/libc.so.6", "ab12", 0x200), 3},
+                             {main().Native("memcpy", "/lib/other.so", "", 0x300), 4},
+                             {main().Kernel("memcpy"), 1}};
+  Written file = Encode(dir, stacks);
+  ASSERT_TRUE(file.ok);
+  EXPECT_EQ(Occurrences(file.text, "{\"name\":\"memcpy_[pn]\"}"), 1u) << file.text;
+  EXPECT_EQ(Occurrences(file.text, "{\"name\":\"memcpy_[k]\"}"), 1u) << file.text;
+  // Frames main, the kernel's memcpy, the native one; the three native
+  // samples one, as they are one collapsed line.
+  EXPECT_NE(file.text.find("\"samples\":[\n[0,1],\n[0,2]],\"weights\":[1000000,9000000]"),
+            std::string::npos)
+      << file.text;
+  SpeedscopeFileResult read = ReadSpeedscopeFile(file.path, kPeriod);
+  ExpectValid(read);
+  EXPECT_EQ(read.collapsed, AsMap(stacks)) << Describe(read);
 }
 
 // A dump of the size PyPerf writes (tens of thousands of stacks): every
@@ -280,20 +319,26 @@ TEST(SpeedscopeEncoderTest, UnparseableStacksAreCountedInAMarkedProfile) {
 TEST(SpeedscopeEncoderTest, ALargeDumpRoundTripsWithFramesListedOnce) {
   REQUIRE_SPEEDSCOPE_READER();
   TempDir dir;
-  std::vector<std::string> pool;
-  for (int i = 0; i < 300; ++i)
-    pool.push_back(i % 3 == 0 ? Py("/app/mod" + std::to_string(i % 7) + ".py",
-                                   "fn" + std::to_string(i), i % 2 ? "Cls" : "", i)
-                   : i % 3 == 1
-                       ? pyperf::SpellFrame(FrameKind::kNative, "native" + std::to_string(i))
-                       : pyperf::SpellFrame(FrameKind::kKernel, "kernel" + std::to_string(i)));
-  std::vector<std::pair<std::string, uint64_t>> stacks;
+  std::vector<TestFrame> pool;
+  for (int i = 0; i < 300; ++i) {
+    TestStack one("python3", 1, 1);
+    const std::string n = std::to_string(i);
+    if (i % 3 == 0) {
+      one.Python((i % 2 ? "Cls.fn" : "fn") + n, "/app/mod" + std::to_string(i % 7) + ".py", i);
+    } else if (i % 3 == 1) {
+      one.Native("native" + n, "/lib/lib" + std::to_string(i % 5) + ".so", "", 0x1000 + i);
+    } else {
+      one.Kernel("kernel" + n);
+    }
+    pool.push_back(one.frames[0]);
+  }
+  DumpStacks stacks;
   uint64_t seed = 12345;
   auto next = [&] { return (seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
   for (int i = 0; i < 20000; ++i) {
-    std::vector<std::string> frames;
-    for (int depth = 0; depth < 24; ++depth) frames.push_back(pool[next() % pool.size()]);
-    stacks.push_back({Stack("python3", 100 + i % 8 / 3, 200 + i % 8, frames), 1 + next() % 50});
+    TestStack stack("python3", 100 + i % 8 / 3, 200 + i % 8);
+    for (int depth = 0; depth < 24; ++depth) stack.frames.push_back(pool[next() % pool.size()]);
+    stacks.push_back({stack, 1 + next() % 50});
   }
   Written file = Encode(dir, stacks);
   ASSERT_TRUE(file.ok);
@@ -396,15 +441,14 @@ TEST(SpeedscopeEncoderTest, WriteErrorsAreReported) {
   std::setvbuf(full, nullptr, _IONBF, 0);
   SyntheticDump dump(EveryKindStacks(), kPeriod, /*start=*/{}, /*length=*/{});
   errno = 0;
-  EXPECT_FALSE(pyperf::MakeSpeedscopeEncoder()->Write(dump.profile(), full));
+  EXPECT_FALSE(ebpf::pyperf::MakeSpeedscopeEncoder()->Write(dump.profile(), full));
   EXPECT_EQ(errno, ENOSPC);
   std::fclose(full);
 }
 
 TEST(SpeedscopeEncoderTest, JsonStringsEscapeWhatJsonAndScriptsNeed) {
   std::string out;
-  pyperf::AppendSpeedscopeJsonString("a\"b\\c\n\r\t\x01\x7f<>&\u2028\u2029\u00e9\U0001F525\xff",
-                                     &out);
+  ebpf::pyperf::AppendJsonString("a\"b\\c\n\r\t\x01\x7f<>&\u2028\u2029\u00e9\U0001F525\xff", &out);
   EXPECT_EQ(out,
             "\"a\\\"b\\\\c\\n\\r\\t\\u0001\\u007f\\u003c\\u003e\\u0026\\u2028\\u2029\u00e9"
             "\U0001F525\\ufffd\"");
@@ -421,10 +465,10 @@ TEST(SpeedscopeEncoderTest, HostileFileOpensInSpeedscopeItself) {
       "\"q\\ </script><img src=x onerror=alert(1)> &amp; \x01\x1f\x7f \U0001F525 \u05E9\u05DC "
       "\u202E";
   auto stacks = EveryKindStacks();
-  stacks.push_back({Stack("busy" + hostile, 3, 3,
-                          {Py("/srv/" + hostile + "/m.py", "f" + hostile, "C" + hostile, 3),
-                           pyperf::SpellFrame(FrameKind::kNative, "n" + hostile),
-                           pyperf::SpellFrame(FrameKind::kKernel, "k" + hostile)}),
+  stacks.push_back({TestStack("busy" + hostile, 3, 3)
+                        .Python("C" + hostile + ".f" + hostile, "/srv/" + hostile + "/m.py", 3)
+                        .Native("n" + hostile)
+                        .Kernel("k" + hostile),
                     50});
   Written file = Encode(dir, stacks);
   ASSERT_TRUE(file.ok);
@@ -435,7 +479,7 @@ TEST(SpeedscopeEncoderTest, HostileFileOpensInSpeedscopeItself) {
   EXPECT_TRUE(app.problems.empty()) << problems;
   EXPECT_EQ(app.title, "PyPerf 2026-12-03T15:00:00.000Z to 2026-12-03T15:01:00.000Z - speedscope");
   // Profiles by pid: the hostile thread (pid 3, the busiest) first of four.
-  EXPECT_EQ(app.profile, Stack("busy" + hostile, 3, 3, {}) + " (1/4)");
+  EXPECT_EQ(app.profile, Collapsed(TestStack("busy" + hostile, 3, 3)) + " (1/4)");
 
   // And the loader does see speedscope fail: python3-100/9 one weight short.
   std::string broken = file.text;

@@ -6,7 +6,7 @@
 
 #include "utf8.h"
 
-namespace pyperf {
+namespace ebpf {
 namespace {
 
 const std::string kFFFD = "\xEF\xBF\xBD";
@@ -79,4 +79,4 @@ TEST(Utf8, SanitizesInPlace) {
 }
 
 }  // namespace
-}  // namespace pyperf
+}  // namespace ebpf

@@ -41,6 +41,7 @@
 #include "eh_frame_reader.h"
 #include "elf_file.h"
 #include "fuzz_support.h"
+#include "support/test_stack.h"
 #include "native_frame_name.h"
 #include "native_module.h"
 #include "unique_fd.h"
@@ -53,8 +54,8 @@ const char* const kFileNames[] = {"libpython3.so", "libpython3.11.so.1.0", "libp
 
 // What MergeDebugOffsets promises of each field it takes from the
 // interpreter: 0 <= value and value + width <= the struct's size.
-void CheckMergedOffsets(const pyperf::DebugOffsets& debug, const pyperf_offsets& merged) {
-  for (const pyperf::DebugOffsetsCoverage& c : pyperf::DebugOffsetsCoverageTable()) {
+void CheckMergedOffsets(const ebpf::pyperf::DebugOffsets& debug, const pyperf_offsets& merged) {
+  for (const ebpf::pyperf::DebugOffsetsCoverage& c : ebpf::pyperf::DebugOffsetsCoverageTable()) {
     const pp_s64 value = merged.*c.member_of_offsets;
     const uint64_t size = debug.Get(c.size_member).value_or(0);
     PYPERF_FUZZ_CHECK(value >= 0, std::string(c.field) + " = " + std::to_string(value));
@@ -72,42 +73,40 @@ void CheckMergedOffsets(const pyperf::DebugOffsets& debug, const pyperf_offsets&
 void DecodeDebugOffsets(const uint8_t* data, size_t size) {
   uint64_t hex = 0;
   if (size >= 16) std::memcpy(&hex, data + 8, 8);
-  const pyperf::PythonVersion claimed = pyperf::PythonVersion::FromHex(hex);
-  for (const pyperf::PythonVersion& expected :
-       {claimed, pyperf::PythonVersion{3, 13, claimed.micro},
-        pyperf::PythonVersion{3, 14, claimed.micro}}) {
-    auto debug = pyperf::ParseDebugOffsets(expected, data, size);
+  const ebpf::pyperf::PythonVersion claimed = ebpf::pyperf::PythonVersion::FromHex(hex);
+  for (const ebpf::pyperf::PythonVersion& expected :
+       {claimed, ebpf::pyperf::PythonVersion{3, 13, claimed.micro},
+        ebpf::pyperf::PythonVersion{3, 14, claimed.micro}}) {
+    auto debug = ebpf::pyperf::ParseDebugOffsets(expected, data, size);
     if (!debug.ok()) continue;
     PYPERF_FUZZ_CHECK(debug->version == expected, "version " + debug->version.ToString());
-    const pyperf_offsets* table = pyperf::FindOffsets(expected);
+    const pyperf_offsets* table = ebpf::pyperf::FindOffsets(expected);
     if (!table) continue;
-    auto merged = pyperf::MergeDebugOffsets(*table, *debug);
+    auto merged = ebpf::pyperf::MergeDebugOffsets(*table, *debug);
     if (merged.ok()) CheckMergedOffsets(*debug, *merged);
   }
 }
 
 // A native frame's name for `vaddr` in `module`, spelled into a line.
-void CheckNativeName(const pyperf::NativeModule* module, const std::string& path, uint64_t vaddr,
+void CheckNativeName(const ebpf::NativeModule* module, const std::string& path, uint64_t vaddr,
                      bool insert_dso_name) {
   std::string name;
-  pyperf::FormatNativeFrameName(module, path, vaddr, insert_dso_name, &name);
-  PYPERF_FUZZ_CHECK(pyperf::IsPrintableUtf8(name), "native name is not UTF-8");
-  pyperf::StackText line;
-  line.Start("fuzz", 4, 1, 1);
-  line.Add(pyperf::FrameKind::kNative, name);
-  pyperf_fuzz::CheckProfileOutput(line.text() + " 1\n");
+  ebpf::FormatNativeFrameName(module, path, vaddr, insert_dso_name, &name);
+  PYPERF_FUZZ_CHECK(ebpf::IsPrintableUtf8(name), "native name is not UTF-8");
+  pyperf_fuzz::CheckProfileOutput(
+      pyperf_test::Collapsed(pyperf_test::TestStack("fuzz", 1, 1).Native(name)) + " 1\n");
 }
 
 // Our .eh_frame reader over the file's call frame information (hostile
 // tables, CIEs and instructions): an FDE found contains the address, and a
 // rule's enumerations hold their declared values.
-void ReadCallFrameInformation(const pyperf::NativeModule& module, uint64_t vaddr) {
-  pyperf::EhFrameReader reader(module);
-  const pyperf::EhFrameReader::FdeRange fde = reader.FindFde(vaddr);
+void ReadCallFrameInformation(const ebpf::NativeModule& module, uint64_t vaddr) {
+  ebpf::EhFrameReader reader(module);
+  const ebpf::EhFrameReader::FdeRange fde = reader.FindFde(vaddr);
   PYPERF_FUZZ_CHECK(!fde.found || (fde.pc_begin <= vaddr && vaddr < fde.pc_end),
                     "FindFde returned an FDE that does not contain the address");
-  const pyperf::FrameRule rule = reader.RuleFor(vaddr);
-  using Saved = pyperf::FrameRule::Saved;
+  const ebpf::FrameRule rule = reader.RuleFor(vaddr);
+  using Saved = ebpf::FrameRule::Saved;
   PYPERF_FUZZ_CHECK(!rule.simple || fde.found, "a rule without an FDE");
   PYPERF_FUZZ_CHECK(!rule.simple || (rule.rbp == Saved::kSame || rule.rbp == Saved::kAtCfa ||
                                      rule.rbp == Saved::kUndefined),
@@ -116,13 +115,13 @@ void ReadCallFrameInformation(const pyperf::NativeModule& module, uint64_t vaddr
                     "a rule whose return address keeps the callee's value");
 }
 
-void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string& path) {
+void ReadWithNativeModule(const ebpf::NativeModule& module, const std::string& path) {
   size_t named = 0;
-  for (const pyperf::NativeModuleSymbol& sym : module.symbols()) {
+  for (const ebpf::NativeModuleSymbol& sym : module.symbols()) {
     if (++named > 64) break;
     // Names never lie: a symbol found for an address contains it.
     for (uint64_t vaddr : {sym.start, sym.start + sym.size / 2, sym.start + sym.size}) {
-      const pyperf::NativeModuleSymbol* found = module.FindSymbol(vaddr);
+      const ebpf::NativeModuleSymbol* found = module.FindSymbol(vaddr);
       PYPERF_FUZZ_CHECK(!found || (found->start <= vaddr && vaddr - found->start < found->size),
                         "FindSymbol returned a symbol that does not contain the address");
     }
@@ -131,7 +130,7 @@ void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string&
     ReadCallFrameInformation(module, sym.start);
     ReadCallFrameInformation(module, sym.start + sym.size / 2);
   }
-  for (const pyperf::ElfLoadSegment& seg : module.image().load_segments()) {
+  for (const ebpf::ElfLoadSegment& seg : module.image().load_segments()) {
     module.FileOffsetToVaddr(seg.offset);
     module.image().BytesAtVaddr(seg.vaddr, 8, true);
     module.image().BytesAtVaddr(seg.vaddr + seg.filesz - 8, 8, false);
@@ -141,7 +140,7 @@ void ReadWithNativeModule(const pyperf::NativeModule& module, const std::string&
 }
 
 void ReadWithElfFile(const std::string& path) {
-  auto elf = pyperf::ElfFile::Open(path);
+  auto elf = ebpf::ElfFile::Open(path);
   if (!elf.ok()) return;
   auto syms = elf->FindSymbols({"_PyRuntime", "Py_Version", "PyCode_Type", "main", ""});
   for (const auto& sym : syms) {
@@ -156,7 +155,7 @@ void ReadWithElfFile(const std::string& path) {
     (void)elf->ReadAtVirtualAddress(seg.vaddr + seg.memsz - 4, b, sizeof(b));
   }
   elf->BuildId();
-  pyperf::FindPythonVersionStrings(*elf);
+  ebpf::pyperf::FindPythonVersionStrings(*elf);
 }
 
 struct Mapping {
@@ -171,7 +170,7 @@ struct Mapping {
 Mapping MapLikeLoader(const std::string& path, const uint8_t* data, size_t size) {
   Mapping out;
   if (size == 0) return out;
-  pyperf::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ebpf::UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   PYPERF_FUZZ_CHECK(static_cast<bool>(fd), "open " + path);
   constexpr uint64_t kPage = 4096, kMask = ~(kPage - 1), kMaxSpan = uint64_t{64} << 20;
   std::vector<Elf64_Phdr> loads;
@@ -220,14 +219,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The inspector keeps what it learnt of this process's executable (read
   // once); files are keyed by inode, size and mtime, and tmpfs does not reuse
   // inode numbers, so each input's file is read afresh.
-  static pyperf::PythonProcessInspector inspector;
+  static ebpf::pyperf::PythonProcessInspector inspector;
   static uint64_t counter = 0;
   const std::string name = kFileNames[size ? data[size - 1] % 4 : 0];
   const std::string dir = pyperf_fuzz::ScratchDir() + "/" + std::to_string(counter++);
   const std::string path = dir + "/" + name;
   PYPERF_FUZZ_CHECK(mkdir(dir.c_str(), 0700) == 0, "mkdir " + dir);
   {
-    pyperf::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    ebpf::UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     PYPERF_FUZZ_CHECK(static_cast<bool>(fd), "create " + path);
     size_t done = 0;
     while (done < size) {
@@ -248,7 +247,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (info.ok()) {
     PYPERF_FUZZ_CHECK(!info->module.host_path.empty(), "no host path");
-    auto offsets = pyperf::OffsetsForProcess(*info);
+    auto offsets = ebpf::pyperf::OffsetsForProcess(*info);
     if (offsets.ok()) PYPERF_FUZZ_CHECK(offsets->offsets != nullptr, "null offsets");
     if (pyperf_fuzz::Verbose()) {
       std::fprintf(stderr, "offsets: %s\n",
@@ -259,15 +258,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // 3: the ELF readers.
   ReadWithElfFile(path);
-  pyperf::NativeModuleLoadOptions options;
+  ebpf::NativeModuleLoadOptions options;
   options.path_in_root = path;
   options.search_host_debug_dirs = false;
-  if (auto module = pyperf::NativeModule::LoadFromPath(path, options); module.ok()) {
+  if (auto module = ebpf::NativeModule::LoadFromPath(path, options); module.ok()) {
     ReadWithNativeModule(**module, path);
   }
   if (size > 0) {
     options.path_in_root.clear();
-    if (auto module = pyperf::NativeModule::LoadFromMemory(data, size, options); module.ok()) {
+    if (auto module = ebpf::NativeModule::LoadFromMemory(data, size, options); module.ok()) {
       ReadWithNativeModule(**module, "[vdso]");
     }
   }

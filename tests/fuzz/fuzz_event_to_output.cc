@@ -1,23 +1,25 @@
 // Fuzz target: arbitrary BPF event records -> collapsed output lines, through
 // the code PyPerf runs for each event: the record size check and aligned copy
-// (PyPerfBpf::HandleEvent), the steps of PyPerfProfiler::OnEvent (process
+// (PyPerfBpf::HandleEvent), then PyPerf's own SampleAssembler (process
 // replaced, truncation and sample-error markers, Python frames, native frames,
-// kernel frames), PythonSymbolTable resolving ids to symbols read from a fake
-// symbols map whose raw bytes (strings of every encoding, any sizes) come
+// kernel frames) with PythonSymbolTable resolving ids to symbols read from a
+// fake symbols map whose raw bytes (strings of every encoding, any sizes) come
 // from the input, PythonStackDecoder with --line-numbers first and current
 // (a fake code object in this process, whose line table comes from the input,
 // read with process_vm_readv at a real CPython layout's offsets),
-// NativeUnwinder over the event's registers and stack copy against this
-// process, StackText, and ProfileOutput's aggregation and dump; then the
-// flamegraph, speedscope and pprof encoders over the same stacks.
+// NativeStackTrace over the event's registers and stack copy against this
+// process, kernel stacks from a fake stack map; and ProfileOutput's counting
+// and dump; then the flamegraph, speedscope and pprof encoders over the same
+// samples.
 //
-// OnEvent itself needs a loaded BPF program, so its steps are repeated here in
-// its order; the functions it calls are PyPerf's own. Every event is made to
-// name this process (PyPerf drops events of pids it does not track before
-// printing anything).
+// The BPF program is not loaded: the kernel stacks come from the input, and
+// every event is made to name this process (PyPerf drops events of pids it
+// does not track before assembling anything), as PyPerfProfiler::OnEvent
+// hands it over.
 //
 // Input layout (missing bytes read as zero):
-//   u8  flags     bit 0 --line-numbers current; bit 1 native frames
+//   u8  flags     bit 0 --line-numbers current; bit 1 unused (native
+//                 frames are always on: NativeStackTrace is process-wide)
 //                 bit 2 kernel addresses named (else printed as hex)
 //                 bit 3 end a symbol round after each event
 //   u8  version   picks the CPython layout (line-table format, offsets)
@@ -38,29 +40,28 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <deque>
 #include <vector>
 
-#include "EventNativeSnapshot.h"
 #include "FrameSpelling.h"
+#include "NativeStackTrace.h"
+#include "ProfileEncoders.h"
 #include "ProfileOutput.h"
 #include "PyOffsets.h"
 #include "PyPerfBpfShared.h"
 #include "PythonStackDecoder.h"
 #include "PythonSymbols.h"
+#include "SampleAssembler.h"
 #include "TrackedProcess.h"
 #include "fuzz_support.h"
 #include "kallsyms.h"
-#include "native_unwinder.h"
 #include "support/collapsed.h"
 
 namespace {
 
 using pyperf_fuzz::FuzzInput;
 
-constexpr int32_t kNoKernelStack = -14;  // -EFAULT, as PyPerfProfiler reads it
-
-const pyperf::PythonVersion kVersions[] = {{2, 7, 18}, {3, 6, 15},  {3, 7, 17}, {3, 8, 18},
+const ebpf::pyperf::PythonVersion kVersions[] = {{2, 7, 18}, {3, 6, 15},  {3, 7, 17}, {3, 8, 18},
                                            {3, 9, 18}, {3, 10, 13}, {3, 11, 7}, {3, 12, 1},
                                            {3, 13, 5}, {3, 14, 0}};
 
@@ -78,19 +79,17 @@ alignas(16) uint8_t g_code[4096];
 alignas(16) uint8_t g_table[4096 + 1024];
 
 struct State {
-  std::unique_ptr<pyperf::NativeUnwinder> native;
-  std::vector<pyperf::NativeFrame> native_frames;
-  pyperf::KernelSymbols kallsyms;
-  pyperf::StackText scratch;
+  ebpf::KernelSymbols kallsyms;
+  ebpf::KernelSymbols no_kallsyms;  // kernel frames printed as addresses
 };
 
 State& TheState() {
   static State* state = [] {
-    auto* s = new State;  // lives for the whole run
-    pyperf::NativeUnwinderOptions native;
+    auto* s = new State;  // lives for the whole run, as NativeStackTrace's caches
+    ebpf::NativeUnwinderOptions native;
     native.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"};
-    s->native = std::make_unique<pyperf::NativeUnwinder>(native);
-    auto ksyms = pyperf::KernelSymbols::Parse(kKallsyms);
+    ebpf::pyperf::NativeStackTrace::Configure(native);
+    auto ksyms = ebpf::KernelSymbols::Parse(kKallsyms);
     if (!ksyms.ok()) pyperf_fuzz::Fail("kallsyms: " + ksyms.error());
     s->kallsyms = std::move(*ksyms);
     return s;
@@ -100,9 +99,9 @@ State& TheState() {
 
 // The symbol table over a fake BPF symbols map, new for each input so that
 // each input stands alone.
-std::unique_ptr<pyperf::PythonSymbolTable> MakeSymbolTable(
+std::unique_ptr<ebpf::pyperf::PythonSymbolTable> MakeSymbolTable(
     std::map<int32_t, pyperf_symbol>* symbols_map) {
-  pyperf::PythonSymbolTable::Maps maps;
+  ebpf::pyperf::PythonSymbolTable::Maps maps;
   maps.lookup = [symbols_map](int32_t id) -> std::optional<pyperf_symbol> {
     auto it = symbols_map->find(id);
     if (it == symbols_map->end()) return std::nullopt;
@@ -117,10 +116,10 @@ std::unique_ptr<pyperf::PythonSymbolTable> MakeSymbolTable(
     for (const auto& entry : *symbols_map) ids.push_back(entry.first);
     return ids;
   };
-  pyperf::PythonSymbolTable::Limits limits;
+  ebpf::pyperf::PythonSymbolTable::Limits limits;
   limits.capacity = 64;
   limits.max_idle_rounds = 4;
-  return std::make_unique<pyperf::PythonSymbolTable>(std::move(maps), limits);
+  return std::make_unique<ebpf::pyperf::PythonSymbolTable>(std::move(maps), limits);
 }
 
 template <typename T>
@@ -140,32 +139,44 @@ void SetUpCodeObject(const pyperf_offsets& o, std::string_view table) {
     std::memcpy(g_table + o.bytes_data, table.data(), table.size());
 }
 
+// The stack map, from the input: generation 0 is the current one.
+class FakeKernelStacks final : public ebpf::pyperf::KernelStackSource {
+ public:
+  std::map<int32_t, std::vector<uint64_t>> stacks;
+  bool Read(uint32_t generation, int32_t stack_id, std::vector<uint64_t>* out) override {
+    auto it = stacks.find(stack_id);
+    if (stack_id < 0 || 0u - generation > 1 || it == stacks.end()) return false;
+    *out = it->second;
+    return true;
+  }
+};
+
 }  // namespace
 
 namespace {
 
-// The other --format encoders on the same stacks: each writes its whole
+// The other --format encoders on the same samples: each writes its whole
 // file without an error, the text formats in strict UTF-8, pprof gzip'd.
-void CheckOtherFormats(const std::map<std::string, uint64_t>& stacks) {
-  pyperf::DumpedProfile profile;
-  for (const auto& [stack, count] : stacks) profile.stacks.emplace_back(stack, count);
+void CheckOtherFormats(const std::deque<ebpf::pyperf::Sample>& samples,
+                       const ebpf::pyperf::FrameDictionary& dictionary) {
+  ebpf::pyperf::DumpedProfile profile;
+  for (const ebpf::pyperf::Sample& sample : samples) profile.stacks.push_back({&sample, 1});
+  profile.dictionary = &dictionary;
   profile.sample_period_ns = 1000000;
-  std::unordered_map<std::string, pyperf::NativeFrameOrigin> origins;
-  profile.native_origins = &origins;
-  for (pyperf::ProfileFormat format :
-       {pyperf::ProfileFormat::kFlameGraph, pyperf::ProfileFormat::kSpeedscope,
-        pyperf::ProfileFormat::kPprof}) {
+  for (ebpf::pyperf::ProfileFormat format :
+       {ebpf::pyperf::ProfileFormat::kFlameGraph, ebpf::pyperf::ProfileFormat::kSpeedscope,
+        ebpf::pyperf::ProfileFormat::kPprof}) {
     char* text = nullptr;
     size_t size = 0;
     std::FILE* out = open_memstream(&text, &size);
     PYPERF_FUZZ_CHECK(out != nullptr, "open_memstream failed");
-    const bool written = pyperf::MakeProfileEncoder(format)->Write(profile, out);
+    const bool written = ebpf::pyperf::MakeProfileEncoder(format)->Write(profile, out);
     std::fclose(out);
     std::string file(text, size);
     std::free(text);
-    const std::string name(pyperf::ProfileFormatName(format));
+    const std::string name(ebpf::pyperf::ProfileFormatName(format));
     PYPERF_FUZZ_CHECK(written, name + " encoder failed");
-    if (format == pyperf::ProfileFormat::kPprof) {
+    if (format == ebpf::pyperf::ProfileFormat::kPprof) {
       PYPERF_FUZZ_CHECK(file.size() > 2 && file[0] == '\x1f' && file[1] == '\x8b',
                         "the pprof file is not gzip'd");
     } else {
@@ -198,7 +209,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   State& s = TheState();
   FuzzInput in(data, size);
   const RunFlags run = RunFlags::From(in.U8());
-  const pyperf::PythonVersion version =
+  const ebpf::pyperf::PythonVersion version =
       kVersions[in.U8() % (sizeof(kVersions) / sizeof(kVersions[0]))];
 
   std::map<int32_t, pyperf_symbol> symbols_map;
@@ -207,19 +218,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     symbols_map[id] = in.Take<pyperf_symbol>();
   }
   auto symbols = MakeSymbolTable(&symbols_map);
-  pyperf::PythonStackDecoder python(symbols.get(), run.current_lines);
-  const pyperf_offsets* offsets = pyperf::FindOffsets(version);
+  ebpf::pyperf::PythonStackDecoder python(symbols.get(), run.current_lines);
+  const pyperf_offsets* offsets = ebpf::pyperf::FindOffsets(version);
   PYPERF_FUZZ_CHECK(offsets != nullptr, "no offsets for " + version.ToString());
   SetUpCodeObject(*offsets, in.Bytes(in.U16() % 4096));
 
-  std::map<int32_t, std::vector<uint64_t>> kernel_stacks;  // the fake stack map
+  FakeKernelStacks kernel_stacks;
   for (int n = in.U8(); n > 0; --n) {
-    auto& addrs = kernel_stacks[in.Take<int32_t>()];
+    auto& addrs = kernel_stacks.stacks[in.Take<int32_t>()];
     for (int k = in.U8(); k > 0; --k) addrs.push_back(in.U64());
   }
-  const uint32_t kernel_stack_generation = 0;
+  ebpf::pyperf::SampleAssembler assembler(&python, &kernel_stacks,
+                                    run.kernel_names ? &s.kallsyms : &s.no_kallsyms);
 
-  pyperf::TrackedProcess tracked;
+  ebpf::pyperf::TrackedProcess tracked;
   tracked.pid = getpid();
   tracked.version = version;
   tracked.offsets = offsets;
@@ -229,11 +241,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::FILE* stream = open_memstream(&out_text, &out_size);
   PYPERF_FUZZ_CHECK(stream != nullptr, "open_memstream failed");
   uint64_t printed = 0;
-  std::map<std::string, uint64_t> all_stacks;  // what the other formats are given
+  // Every sample, for the other formats (before the dump empties the
+  // output's dictionary, which their ids are of).
+  std::deque<ebpf::pyperf::Sample> all_samples;
   {
-    pyperf::ProfileOutput output("", stream);
+    ebpf::pyperf::ProfileOutput output("", stream);
     PYPERF_FUZZ_CHECK(output.Start().ok(), "ProfileOutput::Start");
-    uint64_t symbol_errors = 0;
+    ebpf::pyperf::Sample sample;
 
     while (!in.empty()) {
       std::string_view record = in.Bytes(in.U16());
@@ -248,78 +262,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // tid 0.
       event.pid = static_cast<uint32_t>(tracked.pid);
       if (event.tid == 0) continue;
-
-      pyperf::StackText& st = s.scratch;
-      st.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
-
-      auto append_native = [&] {
-        if (!run.native_on) return;
-        pyperf::NativeSnapshot snapshot = pyperf::NativeSnapshotOf(event, event_size);
-        pyperf::NativeUnwindResult result = s.native->Unwind(snapshot, &s.native_frames);
-        st.AddNativeFrames(s.native_frames, result);
-      };
-      auto append_kernel = [&] {
-        const int32_t stack_id = event.kernel_stack_id;
-        if (stack_id == kNoKernelStack) return;
-        auto it = kernel_stacks.find(stack_id);
-        if (stack_id < 0 || kernel_stack_generation - event.kernel_stack_generation > 1 ||
-            it == kernel_stacks.end()) {
-          st.AddMarker(pyperf::kLostKernelStack);
-          return;
-        }
-        for (auto a = it->second.rbegin(); a != it->second.rend(); ++a) {
-          std::optional<std::string_view> name;
-          if (run.kernel_names) name = s.kallsyms.Lookup(*a);
-          if (name) {
-            st.Add(pyperf::FrameKind::kKernel, *name);
-          } else {
-            st.AddKernelAddress(*a);
-          }
-        }
-      };
-
-      if (event.replaced) {
-        python.ForgetProcess(tracked.pid);
-        s.native->ForgetProcess(tracked.pid);
-        st.AddMarker(pyperf::kProcessReplaced);
-        append_native();
-        append_kernel();
-        output.Add(st.text());
-        ++all_stacks[st.text()];
-        ++printed;
-        continue;
-      }
-      if (event.truncated) st.AddMarker(pyperf::kTruncatedPythonStack);
-      if (event.error != PYPERF_ERROR_NONE) st.AddSampleError(event.error);
       // A frame whose code is 1 names the fake code object (BPF sends the
       // real address; no input can know this process's).
       for (pyperf_frame& f : event.frames) {
         if (f.code == 1) f.code = reinterpret_cast<uint64_t>(static_cast<void*>(g_code));
       }
-      python.AppendFrames(event, tracked, &st, &symbol_errors);
-      append_native();
-      append_kernel();
-      st.EnsureFrame();
-      output.Add(st.text());
-      ++all_stacks[st.text()];
+      // PyPerfProfiler::OnEvent forgets a replaced process before assembling.
+      if (event.replaced) assembler.ForgetProcess(tracked.pid);
+      assembler.Assemble(event, event_size, tracked, &output.dictionary(), &sample);
+      PYPERF_FUZZ_CHECK(!sample.frames.empty(), "a sample without frames");
+      output.Add(sample);
       ++printed;
-      pyperf_fuzz::CheckProfileOutput(st.text() + " 1");
+      all_samples.push_back(sample);
 
       if (run.end_rounds) {
         symbols->EndRound();
         symbols->AfterFullDrain();
         python.EndRound();
-        s.native->cache_eviction();
+        ebpf::pyperf::NativeStackTrace::cache_eviction();
       }
     }
 
+    CheckOtherFormats(all_samples, output.dictionary());
     const size_t stacks = output.pending_stacks();
     auto dumped = output.Dump();
     PYPERF_FUZZ_CHECK(dumped.ok(), dumped.error());
     PYPERF_FUZZ_CHECK(
         dumped->samples == printed,
         std::to_string(dumped->samples) + " samples dumped of " + std::to_string(printed));
-    PYPERF_FUZZ_CHECK(dumped->lines == stacks, "lines dumped != distinct stacks");
+    PYPERF_FUZZ_CHECK(dumped->lines == stacks, "lines dumped != distinct samples");
   }
   std::fclose(stream);
   std::string text(out_text, out_size);
@@ -340,9 +311,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PYPERF_FUZZ_CHECK(counted == printed, "the dump counts " + std::to_string(counted) +
                                             " samples, " + std::to_string(printed) + " printed");
 
-  CheckOtherFormats(all_stacks);
-
   // Each input stands alone: the native unwinder forgets this process.
-  s.native->ForgetProcess(tracked.pid);
+  ebpf::pyperf::NativeStackTrace::ForgetProcess(tracked.pid);
   return 0;
 }

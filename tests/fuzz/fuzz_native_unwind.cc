@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "FrameSpelling.h"
+#include "SampleAssembler.h"
 #include "fuzz_support.h"
 #include "native_unwinder.h"
 #include "proc_maps.h"
@@ -67,17 +68,17 @@ struct ExecMapping {
 struct State {
   std::string maps_text;
   std::vector<ExecMapping> mappings;  // executable file and vDSO mappings
-  std::unique_ptr<pyperf::NativeUnwinder> main;
-  std::unique_ptr<pyperf::NativeUnwinder> small;
-  std::vector<pyperf::NativeFrame> frames;
+  std::unique_ptr<ebpf::NativeUnwinder> main;
+  std::unique_ptr<ebpf::NativeUnwinder> small;
+  std::vector<ebpf::NativeFrame> frames;
 };
 
 State& TheState() {
   static State* state = [] {
     auto* s = new State;  // lives for the whole run
-    if (int err = pyperf::ReadFileInto("/proc/self/maps", &s->maps_text); err != 0)
+    if (int err = ebpf::ReadFileInto("/proc/self/maps", &s->maps_text); err != 0)
       pyperf_fuzz::Fail("cannot read /proc/self/maps");
-    auto parsed = pyperf::ParseProcMaps(s->maps_text);
+    auto parsed = ebpf::ParseProcMaps(s->maps_text);
     if (!parsed.ok()) pyperf_fuzz::Fail("cannot parse /proc/self/maps: " + parsed.error());
     for (const auto& m : *parsed) {
       if (!m.executable() || !(m.is_file() || m.path == "[vdso]")) continue;
@@ -91,11 +92,11 @@ State& TheState() {
     std::sort(s->mappings.begin(), s->mappings.end(),
               [](const ExecMapping& a, const ExecMapping& b) { return a.sort_key < b.sort_key; });
 
-    pyperf::NativeUnwinderOptions main_options;
+    ebpf::NativeUnwinderOptions main_options;
     main_options.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx", "main",
                                  "LLVMFuzzerTestOneInput"};
-    s->main = std::make_unique<pyperf::NativeUnwinder>(main_options);
-    pyperf::NativeUnwinderOptions small_options;
+    s->main = std::make_unique<ebpf::NativeUnwinder>(main_options);
+    ebpf::NativeUnwinderOptions small_options;
     small_options.insert_dso_name = true;
     small_options.max_depth = 8;
     small_options.name_cache_limits.max_entries = 64;
@@ -104,9 +105,9 @@ State& TheState() {
     small_options.module_cache_limits.max_entries = 3;
     small_options.module_cache_limits.max_age_rounds = 2;
     small_options.process_max_age_rounds = 2;
-    s->small = std::make_unique<pyperf::NativeUnwinder>(small_options);
+    s->small = std::make_unique<ebpf::NativeUnwinder>(small_options);
     for (auto* u : {s->main.get(), s->small.get()}) {
-      pyperf::Status st = u->AddRecordedProcess(kRecordedPid, s->maps_text, "");
+      ebpf::Status st = u->AddRecordedProcess(kRecordedPid, s->maps_text, "");
       if (!st.ok()) pyperf_fuzz::Fail("AddRecordedProcess: " + st.message());
     }
     return s;
@@ -128,7 +129,7 @@ __attribute__((noinline)) void WriteOwnStackSeed(const char* path) {
   asm volatile("mov %%rbp, %0" : "=r"(bp));
   // The copy ends at the top of the stack mapping.
   uint64_t stack_end = sp;
-  auto parsed = pyperf::ParseProcMaps(s.maps_text);
+  auto parsed = ebpf::ParseProcMaps(s.maps_text);
   if (parsed.ok()) {
     for (const auto& m : *parsed)
       if (sp >= m.start && sp < m.end) stack_end = m.end;
@@ -190,9 +191,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int target = flags & 3;
   const bool use_small = flags & 4;
   const bool from_scratch = use_small && (flags & 8);
-  pyperf::NativeUnwinder& unwinder = use_small ? *s.small : *s.main;
+  ebpf::NativeUnwinder& unwinder = use_small ? *s.small : *s.main;
 
-  pyperf::NativeSnapshot snap;
+  ebpf::NativeSnapshot snap;
   if (flags & 0x20) {
     snap.ip = in.U64();
   } else {
@@ -214,7 +215,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 2: {
       std::string_view extra = in.Bytes(in.U16());
-      pyperf::Status st =
+      ebpf::Status st =
           unwinder.AddRecordedProcess(kRecordedExtraPid, s.maps_text + std::string(extra), "");
       PYPERF_FUZZ_CHECK(st.ok(), st.message());
       snap.pid = kRecordedExtraPid;
@@ -246,7 +247,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   snap.stack_len = stack_bytes.size();
 
   unwinder.set_cache_enabled(!from_scratch);
-  pyperf::NativeUnwindResult result = unwinder.Unwind(snap, &s.frames);
+  ebpf::NativeUnwindResult result = unwinder.Unwind(snap, &s.frames);
   unwinder.set_cache_enabled(true);
 
   const size_t max_depth = unwinder.options().max_depth;
@@ -254,18 +255,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.frames.size() <= max_depth + 1,
       std::to_string(s.frames.size()) + " frames, max_depth " + std::to_string(max_depth));
   bool any_error = false;
-  for (const pyperf::NativeFrame& f : s.frames) {
-    PYPERF_FUZZ_CHECK(pyperf::IsPrintableUtf8(f.name), "frame name: " + f.name);
+  for (const ebpf::NativeFrame& f : s.frames) {
+    PYPERF_FUZZ_CHECK(ebpf::IsPrintableUtf8(f.name), "frame name: " + f.name);
     PYPERF_FUZZ_CHECK(!f.name.empty(), "an empty frame name");
     any_error |= f.error;
   }
   PYPERF_FUZZ_CHECK(any_error == result.error, "error flag and marker frames disagree");
 
-  pyperf::StackText text;
-  text.Start("fuzz", 4, 1, 1);
-  text.AddNativeFrames(s.frames, result);
-  pyperf_fuzz::CheckProfileOutput(text.text() + " 1\n");
-  if (pyperf_fuzz::Verbose()) std::fprintf(stderr, "%s\n", text.text().c_str());
+  // As a sample's frames, spelled into a collapsed line.
+  ebpf::pyperf::FrameDictionary dictionary;
+  ebpf::pyperf::Sample sample;
+  sample.pid = sample.tid = 1;
+  sample.comm = dictionary.Intern("fuzz");
+  ebpf::pyperf::AppendNativeSampleFrames(s.frames, result, &unwinder, &dictionary, &sample.frames);
+  std::string text;
+  ebpf::pyperf::StackSpeller(dictionary).AppendCollapsedStack(sample, &text);
+  pyperf_fuzz::CheckProfileOutput(text + " 1\n");
+  if (pyperf_fuzz::Verbose()) std::fprintf(stderr, "%s\n", text.c_str());
 
   if (flags & 0x10) unwinder.cache_eviction();
   if (target == 2) unwinder.ForgetProcess(kRecordedExtraPid);

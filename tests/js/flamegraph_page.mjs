@@ -6,13 +6,14 @@
 // Usage: node flamegraph_page.mjs REQUEST_FILE
 // REQUEST_FILE has lines "key=HEX" (HEX: the value's UTF-8 bytes in hex):
 //   html=...        the page's path
-//   path=...        one per node label, from the root's child down
+//   path=...        one per node key, from the root's child down
 //   search=...      the term typed into the search box ("" = none)
 //   screenshot=...  a PNG to write (1280x720) with the tooltip shown ("" = none)
 // Prints lines "key=value" (strings as HEX):
 //   error=HEX            why the check could not run (then nothing else is sure)
 //   console=HEX          a console error, page error, dialog or network request
 //   found=0|1, samples=N, percent=P, zoomed=0|1, search_matches=N
+//   label=HEX, tooltip=HEX  the node's box text and its tooltip's first line
 //   collapsed=HEX COUNT  one per stack the page's data turns back into
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -77,6 +78,8 @@ try {
       await page.locator('#tooltip:not([hidden]) .tt-samples').waitFor({ timeout: PATIENCE_MS });
       emit('samples', (await page.locator('#tooltip .tt-samples').textContent()).trim());
       emit('percent', (await page.locator('#tooltip .tt-percent').textContent()).trim());
+      emit('label', hex(await target.textContent()));
+      emit('tooltip', hex(await page.locator('#tooltip .tt-label').textContent()));
       if (request.screenshot) await page.screenshot({ path: request.screenshot });
       await target.click();
       const box = await target.boundingBox();

@@ -3,16 +3,18 @@
 
 #include <cerrno>
 #include <cinttypes>
-#include <ctime>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "FrameIdentity.h"
 #include "FrameSpelling.h"
+#include "JsonText.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Generated from flamegraph/ by pyperf_embed_files (CMakeLists.txt).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedFlameGraphTemplate();
@@ -36,119 +38,39 @@ std::string_view TemplateFile(std::string_view name) {
   return {};
 }
 
-// Appends `text` as the inside of a JSON string that is also safe inside an
-// HTML <script> element and in JavaScript source: see the header comment.
-void AppendJsonString(std::string_view text, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  auto escape_u = [out](unsigned code) {
-    out->append("\\u");
-    for (int shift = 12; shift >= 0; shift -= 4) out->push_back(kHex[(code >> shift) & 0xf]);
-  };
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      if (c == '"' || c == '\\') {
-        out->push_back('\\');
-        out->push_back(static_cast<char>(c));
-      } else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&') {
-        escape_u(c);
-      } else {
-        out->push_back(static_cast<char>(c));
-      }
-      ++i;
-      continue;
-    }
-    // A strict UTF-8 sequence (no overlongs, surrogates or code points past
-    // U+10FFFF) is copied; anything else becomes U+FFFD, one byte at a time.
-    size_t len = 0;
-    unsigned code = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-      code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      code = c & 0x07;
-    }
-    bool valid = len > 0 && i + len <= n;
-    for (size_t k = 1; valid && k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) valid = false;
-      code = (code << 6) | (s[i + k] & 0x3f);
-    }
-    if (valid) {
-      if ((len == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) ||
-          (len == 4 && (code < 0x10000 || code > 0x10ffff)))
-        valid = false;
-    }
-    if (!valid) {
-      escape_u(0xfffd);
-      ++i;
-      continue;
-    }
-    if (code == 0x2028 || code == 0x2029) {
-      escape_u(code);
-    } else {
-      out->append(text.data() + i, len);
-    }
-    i += len;
-  }
-}
-
 void AppendUint(uint64_t value, std::string* out) {
   char buf[24];
   int n = std::snprintf(buf, sizeof(buf), "%" PRIu64, value);
   out->append(buf, static_cast<size_t>(n));
 }
 
-// "YYYY-mm-ddTHH:MM:SS.ccZ".
-std::string IsoUtc(std::chrono::system_clock::time_point time) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch()).count();
-  if (ms < 0) ms = 0;
-  time_t seconds = static_cast<time_t>(ms / 1000);
-  struct tm utc {};
-  gmtime_r(&seconds, &utc);
-  char buf[48];
-  size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(buf + n, sizeof(buf) - n, ".%02dZ", static_cast<int>((ms % 1000) / 10));
-  return buf;
-}
-
-// The dump merged into a call tree: nodes by (parent, name), names interned.
+// The dump merged into a call tree: a node per (parent, name), a name per
+// frame identity (FrameIdentity.h), process and thread.
 class TreeBuilder {
  public:
-  TreeBuilder() {
-    Name(kRoot, "all");
+  explicit TreeBuilder(const FrameDictionary& dictionary) : speller_(dictionary) {
+    AddName(kRoot, "all", "");
     nodes_.push_back({-1, 0, 0});
   }
 
-  void AddStack(std::string_view stack, uint64_t count) {
+  void AddSample(const Sample& sample, uint64_t count) {
     total_ += count;
-    if (!ParseStackText(stack, &head_, &frames_) || !Canonical(stack)) {
-      unparsed_.emplace_back(stack, count);
-      nodes_[Child(0, Name(kMarker, kUnparseableStack))].self += count;
-      return;
-    }
-    // The first token up to the '/' is "<comm>-<pid>"; after it, the tid.
-    std::string_view first = stack.substr(0, stack.find(kFrameSeparator));
-    size_t slash = first.rfind('/');
-    int32_t node = Child(0, Name(kProcess, first.substr(0, slash)));
-    node = Child(node, Name(kThread, first.substr(slash + 1)));
-    for (const SpelledFrame& frame : frames_)
-      node = Child(node, Name(KindOf(frame.kind), frame.text));
+    // "<comm>-<pid>" and "<tid>", as the collapsed line's first token spells them.
+    thread_.clear();
+    speller_.AppendThread(sample, &thread_);
+    const size_t slash = thread_.rfind('/');
+    int32_t node = Child(0, ThreadName(kProcess, thread_.substr(0, slash)));
+    node = Child(node, ThreadName(kThread, thread_.substr(slash + 1)));
+    for (const SampleFrame& frame : sample.frames) node = Child(node, FrameName(frame));
     nodes_[node].self += count;
   }
 
   // The JSON object flamegraph.js reads.
   void AppendJson(const DumpedProfile& profile, std::string* out) const {
-    out->append("{\"format\":\"pyperf-flamegraph\",\"version\":1,\"start\":\"");
-    out->append(IsoUtc(profile.start));
+    out->append("{\"format\":\"pyperf-flamegraph\",\"version\":2,\"start\":\"");
+    out->append(UtcTimeText(profile.start, 2));
     out->append("\",\"end\":\"");
-    out->append(IsoUtc(profile.end));
+    out->append(UtcTimeText(profile.end, 2));
     out->append("\",\"periodNs\":");
     AppendUint(profile.sample_period_ns, out);
     out->append(",\"totalSamples\":");
@@ -157,10 +79,14 @@ class TreeBuilder {
     for (size_t i = 0; i < names_.size(); ++i) {
       if (i) out->append(i % 64 ? "," : ",\n");
       out->push_back('[');
-      AppendUint(static_cast<uint64_t>(names_[i].first), out);
-      out->append(",\"");
-      AppendJsonString(names_[i].second, out);
-      out->append("\"]");
+      AppendUint(static_cast<uint64_t>(names_[i].kind), out);
+      out->push_back(',');
+      AppendJsonString(names_[i].label, out);
+      if (!names_[i].title.empty()) {
+        out->push_back(',');
+        AppendJsonString(names_[i].title, out);
+      }
+      out->push_back(']');
     }
     out->append("],\n\"nodes\":[");
     for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -175,46 +101,46 @@ class TreeBuilder {
       out->push_back(',');
       AppendUint(nodes_[i].self, out);
     }
-    out->append("],\n\"unparsed\":[");
-    for (size_t i = 0; i < unparsed_.size(); ++i) {
-      if (i) out->append(",\n");
-      out->append("[\"");
-      AppendJsonString(unparsed_[i].first, out);
-      out->append("\",");
-      AppendUint(unparsed_[i].second, out);
-      out->push_back(']');
-    }
     out->append("]}");
   }
 
  private:
+  struct Name {
+    int kind;
+    std::string label;  // the box's text
+    std::string title;  // the tooltip's, if not the label
+  };
   struct Node {
     int32_t parent;
     uint32_t name;
     uint64_t self;
   };
-  struct PairHash {
-    size_t operator()(const std::pair<int, std::string_view>& key) const {
-      return std::hash<std::string_view>()(key.second) * 31 + static_cast<size_t>(key.first);
-    }
-  };
 
-  // Whether the first token is spelled as StackText spells it (ParseStackText
-  // accepts leading zeros; two spellings of one thread would merge).
-  bool Canonical(std::string_view stack) const {
-    std::string_view first = stack.substr(0, stack.find(kFrameSeparator));
-    std::string expected(head_.comm);
-    expected += '-';
-    expected += std::to_string(head_.pid);
-    expected += '/';
-    expected += std::to_string(head_.tid);
-    return first == expected;
+  uint32_t AddName(int kind, std::string_view label, std::string title) {
+    names_.push_back({kind, std::string(label), std::move(title)});
+    return static_cast<uint32_t>(names_.size() - 1);
   }
 
-  uint32_t Name(int kind, std::string_view text) {
-    auto [it, added] = name_ids_.try_emplace({kind, text}, static_cast<uint32_t>(names_.size()));
-    if (added) names_.emplace_back(kind, text);
+  uint32_t ThreadName(int kind, const std::string& text) {
+    auto& ids = kind == kProcess ? processes_ : threads_;
+    auto it = ids.find(text);
+    if (it == ids.end()) it = ids.emplace(text, AddName(kind, text, "")).first;
     return it->second;
+  }
+
+  // A Python frame is labelled by its display name and titled by its full
+  // name, file and line; any other frame by its text.
+  uint32_t FrameName(const SampleFrame& frame) {
+    const uint32_t number = frames_.Number(frame);
+    if (number < frame_names_.size()) return frame_names_[number];
+    std::string title;
+    if (frame.kind == FrameKind::kPython) {
+      title.append(speller_.FullName(frame)).append(" (");
+      title.append(speller_.Text(frame.file)).append(":");
+      title.append(std::to_string(frame.line)).append(")");
+    }
+    frame_names_.push_back(AddName(KindOf(frame.kind), speller_.DisplayName(frame), title));
+    return frame_names_.back();
   }
 
   int32_t Child(int32_t parent, uint32_t name) {
@@ -224,16 +150,15 @@ class TreeBuilder {
     return it->second;
   }
 
-  // Views into the profile's stack texts (alive while Write runs) and the
-  // static marker text.
-  std::vector<std::pair<int, std::string_view>> names_;
-  std::unordered_map<std::pair<int, std::string_view>, uint32_t, PairHash> name_ids_;
+  StackSpeller speller_;
+  FrameTable frames_;
+  std::vector<uint32_t> frame_names_;  // frames_ number -> names_ index
+  std::unordered_map<std::string, uint32_t> processes_, threads_;
+  std::vector<Name> names_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> children_;
-  std::vector<std::pair<std::string_view, uint64_t>> unparsed_;
   uint64_t total_ = 0;
-  StackHead head_;
-  std::vector<SpelledFrame> frames_;
+  std::string thread_;
 };
 
 bool WriteAll(std::string_view text, std::FILE* out) {
@@ -248,8 +173,8 @@ class FlameGraphEncoder final : public ProfileEncoder {
     std::string_view page = TemplateFile("flamegraph/page.html");
     std::string_view style = TemplateFile("flamegraph/flamegraph.css");
     std::string_view script = TemplateFile("flamegraph/flamegraph.js");
-    TreeBuilder tree;
-    for (const auto& [stack, count] : profile.stacks) tree.AddStack(stack, count);
+    TreeBuilder tree(*profile.dictionary);
+    for (const StackCount& stack : profile.stacks) tree.AddSample(*stack.sample, stack.count);
     std::string json;
     tree.AppendJson(profile, &json);
 
@@ -276,4 +201,4 @@ std::unique_ptr<ProfileEncoder> MakeFlameGraphEncoder() {
   return std::make_unique<FlameGraphEncoder>();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

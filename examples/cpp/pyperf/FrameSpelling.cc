@@ -2,12 +2,12 @@
 #include "FrameSpelling.h"
 
 #include <cstdio>
-#include <cstring>
+#include <utility>
 
 #include "PyPerfBpfShared.h"
-#include "utf8.h"
+#include "PythonFrameFormat.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 // The NAME of "[Sample Error <NAME>]".
@@ -114,117 +114,96 @@ std::string NativeStackErrorFrame(std::string_view what_failed) {
   return out;
 }
 
-void StackText::Start(const char* comm, size_t comm_size, uint32_t pid, uint32_t tid) {
-  text_.clear();
-  // The thread's comm: bytes the process chose (prctl, /proc/self/comm).
-  std::string_view bytes(comm, strnlen(comm, comm_size));
-  if (IsPrintableUtf8(bytes)) {
-    AppendFrameText(bytes, &text_);
+std::string SampleErrorText(uint8_t error) {
+  std::string out(kSampleErrorOpen);
+  out.append(SampleErrorName(error)).append(kMarkerClose);
+  return out;
+}
+
+std::string NativeStackErrorText(std::string_view what_failed) {
+  std::string out(kNativeStackErrorOpen);
+  out.append(what_failed).append(kMarkerClose);
+  return out;
+}
+
+const std::string& StackSpeller::ModuleOf(StringId file) {
+  auto it = modules_.find(file);
+  if (it == modules_.end()) it = modules_.emplace(file, PythonModuleName(String(file))).first;
+  return it->second;
+}
+
+const StackSpeller::Names& StackSpeller::PythonNames(const SampleFrame& frame) {
+  const uint64_t key = (uint64_t{frame.name} << 32) | frame.file;
+  auto it = python_names_.find(key);
+  if (it != python_names_.end()) return it->second;
+  const std::string& module = ModuleOf(frame.file);
+  const std::string_view qualified = String(frame.name);
+  Names names;
+  // The display name's file part: the module's last component (a package's
+  // __init__.py is named by its directory, a frozen module by its own name).
+  const size_t dot = module.rfind('.');
+  const std::string_view base =
+      dot == std::string::npos ? std::string_view(module) : std::string_view(module).substr(dot + 1);
+  // Escaped as a whole: '.' never is, so this is each part escaped.
+  for (auto [out, prefix] : {std::pair<std::string*, std::string_view>{&names.full, module},
+                             std::pair<std::string*, std::string_view>{&names.display, base}}) {
+    if (!prefix.empty()) {
+      ebpf::pyperf::AppendFrameText(prefix, out);
+      out->push_back('.');
+    }
+    ebpf::pyperf::AppendFrameText(qualified, out);
+  }
+  return python_names_.emplace(key, std::move(names)).first->second;
+}
+
+std::string_view StackSpeller::Text(StringId id) {
+  const std::string_view text = String(id);
+  auto it = escaped_.find(id);
+  if (it != escaped_.end()) return it->second;
+  scratch_.clear();
+  ebpf::pyperf::AppendFrameText(text, &scratch_);
+  if (scratch_ == text) return text;  // most strings: nothing to keep
+  return escaped_.emplace(id, scratch_).first->second;
+}
+
+std::string_view StackSpeller::FullName(const SampleFrame& frame) {
+  if (frame.kind == FrameKind::kPython) return PythonNames(frame).full;
+  return Text(frame.name);
+}
+
+std::string_view StackSpeller::DisplayName(const SampleFrame& frame) {
+  if (frame.kind == FrameKind::kPython) return PythonNames(frame).display;
+  return Text(frame.name);
+}
+
+void StackSpeller::AppendThread(const Sample& sample, std::string* out) const {
+  ebpf::pyperf::AppendFrameText(String(sample.comm), out);
+  char ids[32];
+  int n = snprintf(ids, sizeof(ids), "-%u/%u", sample.pid, sample.tid);
+  out->append(ids, static_cast<size_t>(n));
+}
+
+void StackSpeller::AppendCollapsedFrame(const SampleFrame& frame, std::string* out) {
+  if (frame.kind == FrameKind::kPython) {
+    // module.Class.function (file:line), each part escaped ('.' never is).
+    out->append(PythonNames(frame).full);
+    out->append(" (");
+    ebpf::pyperf::AppendFrameText(String(frame.file), out);
+    char line[16];
+    int n = snprintf(line, sizeof(line), ":%d)", frame.line);
+    out->append(line, static_cast<size_t>(n));
   } else {
-    size_t start = text_.size();
-    AppendSanitizedUtf8(bytes, &text_);
-    EscapeFrom(start, &text_);
+    ebpf::pyperf::AppendFrameText(String(frame.name), out);
   }
-  char ids[32];  // no allocation per sample
-  int n = snprintf(ids, sizeof(ids), "-%u/%u", pid, tid);
-  text_.append(ids, static_cast<size_t>(n));
+  out->append(FrameSuffix(frame.kind));
 }
 
-void StackText::Add(FrameKind kind, std::string_view text) {
-  text_.push_back(kFrameSeparator);
-  AppendFrameText(text, &text_);
-  std::string_view suffix = FrameSuffix(kind);
-  text_.append(suffix.data(), suffix.size());
-}
-
-void StackText::EnsureFrame() {
-  // The first token never holds ';' (escaped): the first one starts a frame.
-  if (text_.find(kFrameSeparator) == std::string::npos) AddMarker(kNoFrames);
-}
-
-void StackText::AddSpelled(std::string_view frame) {
-  text_.push_back(kFrameSeparator);
-  text_.append(frame.data(), frame.size());
-}
-
-void StackText::AddSampleError(uint8_t error) {
-  text_.push_back(kFrameSeparator);
-  AppendBracketedMarker(kSampleErrorOpen, SampleErrorName(error), &text_);
-}
-
-void StackText::AddKernelAddress(uint64_t address) {
-  char buf[32];
-  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(address));
-  Add(FrameKind::kKernel, buf);
-}
-
-void StackText::AddNativeFrames(const std::vector<NativeFrame>& leaf_first,
-                                const NativeUnwindResult& result) {
-  if (result.truncated) AddMarker(kTruncatedNativeStack);
-  // Names are UTF-8 already (the unwinder sanitizes them once, when cached).
-  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) {
-    if (it->error) {
-      text_.push_back(kFrameSeparator);
-      AppendBracketedMarker(kNativeStackErrorOpen, it->name, &text_);
-    } else {
-      Add(FrameKind::kNative, it->name);
-    }
+void StackSpeller::AppendCollapsedStack(const Sample& sample, std::string* out) {
+  AppendThread(sample, out);
+  for (const SampleFrame& frame : sample.frames) {
+    out->push_back(kFrameSeparator);
+    AppendCollapsedFrame(frame, out);
   }
 }
 
-namespace {
-
-bool ParseDecimal(std::string_view digits, uint32_t* out) {
-  if (digits.empty() || digits.size() > 10) return false;
-  uint64_t value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (value > UINT32_MAX) return false;
-  *out = static_cast<uint32_t>(value);
-  return true;
-}
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-}  // namespace
-
-bool ParseStackText(std::string_view stack, StackHead* head, std::vector<SpelledFrame>* frames) {
-  frames->clear();
-  size_t end = stack.find(kFrameSeparator);
-  std::string_view first = stack.substr(0, end);
-  // "<comm>-<pid>/<tid>": the comm may hold '-' and '/', the ids cannot.
-  size_t slash = first.rfind('/');
-  if (slash == std::string_view::npos) return false;
-  size_t dash = first.rfind('-', slash);
-  if (dash == std::string_view::npos) return false;
-  if (!ParseDecimal(first.substr(dash + 1, slash - dash - 1), &head->pid) ||
-      !ParseDecimal(first.substr(slash + 1), &head->tid))
-    return false;
-  head->comm = first.substr(0, dash);
-  while (end != std::string_view::npos) {
-    size_t start = end + 1;
-    end = stack.find(kFrameSeparator, start);
-    std::string_view frame = stack.substr(start, end == std::string_view::npos ? end : end - start);
-    SpelledFrame parsed;
-    bool known = false;
-    for (FrameKind kind :
-         {FrameKind::kPython, FrameKind::kNative, FrameKind::kKernel, FrameKind::kMarker}) {
-      std::string_view suffix = FrameSuffix(kind);
-      if (EndsWith(frame, suffix)) {
-        parsed.kind = kind;
-        parsed.text = frame.substr(0, frame.size() - suffix.size());
-        known = true;
-        break;
-      }
-    }
-    if (!known) return false;
-    frames->push_back(parsed);
-  }
-  return true;
-}
-
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -1,31 +1,35 @@
 // FrameSpelling: how every frame PyPerf prints is spelled, in one place.
 //
-// A frame is its text followed by the suffix gProfiler reads its kind from:
+// The collapsed text gProfiler reads: a frame is its text followed by the
+// suffix gProfiler reads its kind from:
 //   _[p]  Python      module.Class.function (file:line)_[p]
 //   _[pn] native      symbol_[pn]
 //   _[k]  kernel      symbol_[k]
 //   _[pe] marker      [Lost Symbol]_[pe], [Native Stack Error: ...]_[pe], ...
 // Markers stand where frames could not be had; their texts are below. Text
 // from outside (names, paths, comms) never holds ';' (the frame separator) or
-// a line break: those become '_'.
+// a line break: those become '_'. A stack is "<comm>-<pid>/<tid>;frame;...",
+// root first.
 //
-// StackText builds one sample's stack, root first, the way the collapsed
-// printer aggregates it ("<comm>-<pid>/<tid>;frame;frame"); later printers
-// take their frame texts and markers from here too. The tests include this
-// header rather than repeat the spellings.
+// The names people read (the flame graph's boxes, speedscope's and pprof's
+// functions): a Python frame is its file's base name and its qualified name
+// ("demo_workload.RequestHandler.handle"), its full name the collapsed one
+// ("srv.app.demo_workload.RequestHandler.handle"); other frames are their text.
+//
+// StackSpeller spells the samples of one dump (Sample.h) in both ways; the
+// tests include this header rather than repeat the spellings.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
-#include "native_unwinder.h"
+#include "Sample.h"
 
-namespace pyperf {
-
-enum class FrameKind { kPython, kNative, kKernel, kMarker };
+namespace ebpf::pyperf {
 
 inline constexpr std::string_view kPythonSuffix = "_[p]";
 inline constexpr std::string_view kNativeSuffix = "_[pn]";
@@ -49,9 +53,6 @@ inline constexpr std::string_view kTruncatedNativeStack = "[Truncated Native Sta
 // The process exec'd since PyPerf read its offsets (its mm changed): its
 // Python frames are not shown, and PyPerf inspects it again.
 inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";
-// A stack text another format's encoder could not read back (never one
-// StackText built): its samples are counted under this marker, not dropped.
-inline constexpr std::string_view kUnparseableStack = "[Unparseable Stack]";
 // A sample with no frame at all (no Python frames, native frames off, taken in
 // user mode): gProfiler cannot read a line without a frame, and would drop it.
 inline constexpr std::string_view kNoFrames = "[No Frames]";
@@ -76,52 +77,50 @@ std::string SampleErrorFrame(uint8_t error);
 // "[Native Stack Error: <what failed>]_[pe]".
 std::string NativeStackErrorFrame(std::string_view what_failed);
 
-// A stack text read back (for the encoders of other formats): its first
-// token and its frames, root first, each without its suffix.
-struct StackHead {
-  std::string_view comm;
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-};
-struct SpelledFrame {
-  FrameKind kind = FrameKind::kMarker;
-  std::string_view text;  // as spelled, without the suffix
-};
-// Splits a stack built by StackText. False if `stack` is not one (no
-// "<comm>-<pid>/<tid>" first token, or a frame without a known suffix);
-// `frames` is replaced and points into `stack`.
-bool ParseStackText(std::string_view stack, StackHead* head, std::vector<SpelledFrame>* frames);
+// "[Sample Error <NAME>]" and "[Native Stack Error: <what failed>]", the
+// marker texts without their suffix (not escaped).
+std::string SampleErrorText(uint8_t error);
+std::string NativeStackErrorText(std::string_view what_failed);
 
-// One sample's stack. Reused from sample to sample, it allocates nothing once
-// its buffer has grown to the longest stack.
-class StackText {
+// Spells the samples of one dump, whose strings are in `dictionary` (which
+// outlives the speller). What it works out per file or frame is kept for the
+// dump: the speller is made per dump.
+class StackSpeller {
  public:
-  // Starts a stack with its first token, "<comm>-<pid>/<tid>". `comm` is up
-  // to `comm_size` bytes (NUL-terminated if shorter); bytes that are not
-  // UTF-8 become U+FFFD.
-  void Start(const char* comm, size_t comm_size, uint32_t pid, uint32_t tid);
+  explicit StackSpeller(const FrameDictionary& dictionary) : dictionary_(dictionary) {}
 
-  // A frame whose text is escaped here.
-  void Add(FrameKind kind, std::string_view text);
-  // A frame already spelled by SpellFrame (suffix included).
-  void AddSpelled(std::string_view frame);
-  void AddMarker(std::string_view marker_text) { Add(FrameKind::kMarker, marker_text); }
-  void AddSampleError(uint8_t error);
-  // A kernel frame without a symbol: its address, 0x-prefixed hex.
-  void AddKernelAddress(uint64_t address);
-  // An unwinder's frames, leaf first as it returns them, added root first.
-  // Its error frames become "[Native Stack Error: ...]" markers; an unwind
-  // cut at its frame limit starts with kTruncatedNativeStack.
-  void AddNativeFrames(const std::vector<NativeFrame>& leaf_first,
-                       const NativeUnwindResult& result);
+  // The collapsed line of `sample` without its count, appended to `out`.
+  void AppendCollapsedStack(const Sample& sample, std::string* out);
+  // "<comm>-<pid>/<tid>", as the collapsed line starts.
+  void AppendThread(const Sample& sample, std::string* out) const;
+  // A frame as the collapsed line spells it, suffix included.
+  void AppendCollapsedFrame(const SampleFrame& frame, std::string* out);
 
-  // Adds the kNoFrames marker if no frame was added since Start.
-  void EnsureFrame();
-
-  const std::string& text() const { return text_; }
+  // Every name below is escaped as in the collapsed text (';' and line
+  // breaks are '_'), so that each format shows a frame as gProfiler does.
+  // The frame's full name: a Python frame's "module.Class.function" (without
+  // file and line), any other frame's text.
+  std::string_view FullName(const SampleFrame& frame);
+  // The name people read: a Python frame's "<file base name>.Class.function";
+  // any other frame's text.
+  std::string_view DisplayName(const SampleFrame& frame);
+  // A dictionary string (a comm, a Python file), escaped.
+  std::string_view Text(StringId id);
 
  private:
-  std::string text_;
+  std::string_view String(StringId id) const { return dictionary_.String(id); }
+  // PythonModuleName of a file (PythonFrameFormat.h), once per file.
+  const std::string& ModuleOf(StringId file);
+  struct Names {
+    std::string full, display;
+  };
+  const Names& PythonNames(const SampleFrame& frame);
+
+  const FrameDictionary& dictionary_;
+  std::unordered_map<StringId, std::string> modules_;
+  std::unordered_map<uint64_t, Names> python_names_;  // (name, file) -> names
+  std::unordered_map<StringId, std::string> escaped_;  // strings that had to change
+  std::string scratch_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -8,7 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr uint64_t kPtRegsSize = 21 * 8;  // x86_64 struct pt_regs
@@ -234,4 +234,4 @@ Result<KernelOffsetChoice> ChooseKernelOffsets(const KernelOffsetFlags& flags,
   return choice;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

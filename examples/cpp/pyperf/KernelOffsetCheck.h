@@ -25,7 +25,7 @@
 #include "btf_offsets.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // --fs-offset and --stack-offset, as given.
 struct KernelOffsetFlags {
@@ -81,4 +81,4 @@ Result<KernelOffsetChoice> ChooseKernelOffsets(const KernelOffsetFlags& flags,
                                                const Result<KernelOffsets>& btf,
                                                const OffsetChecker& check);
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -1,14 +1,13 @@
 // PprofEncoder: see PprofEncoder.h. Builds the profile message from the
-// dump's stack texts (read back with ParseStackText and ParsePythonFrameText),
-// serializes it and writes it gzip'd with zlib.
+// dump's samples, serializes it and writes it gzip'd with zlib.
 #include "PprofEncoder.h"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <new>
 #include <string>
@@ -16,11 +15,11 @@
 #include <vector>
 
 #include "FrameSpelling.h"
-#include "PythonFrameFormat.h"
+#include "file_id.h"
 #include "profile.pb.h"
 #include "utf8.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 namespace pb = perftools::profiles;
@@ -56,12 +55,27 @@ struct FunctionKeyHash {
   }
 };
 
+// A location is known by the frame's fields that tell locations apart (see
+// LocationKey), kept in a SampleFrame.
+struct LocationKeyHash {
+  size_t operator()(const SampleFrame& key) const {
+    uint64_t h = MixHash((uint64_t{key.name} << 8) ^ static_cast<uint64_t>(key.kind));
+    h = MixHash(h ^ ((uint64_t{key.file} << 32) | static_cast<uint32_t>(key.line)));
+    return static_cast<size_t>(MixHash(h ^ key.object ^ (key.address * 0x9E3779B97F4A7C15ull)));
+  }
+};
+
+// The location of kNoFrames, which stands for a sample without frames: no
+// frame's LocationKey has a line on a marker.
+constexpr SampleFrame kNoFramesKey{FrameKind::kMarker, 0, 0, -1, 0, 0};
+
 // Builds one dump's profile. Every string_view it keeps points into the
-// DumpedProfile (its stack texts and origins) or into owned_, which outlive
-// the builder's use.
+// dump's dictionary, into speller_ or at constants, which outlive the
+// builder's use.
 class ProfileBuilder {
  public:
-  explicit ProfileBuilder(const DumpedProfile& dumped) : dumped_(dumped) {
+  explicit ProfileBuilder(const DumpedProfile& dumped)
+      : dumped_(dumped), dictionary_(*dumped.dictionary), speller_(dictionary_) {
     String("");  // index 0 is "", as the format requires
     AddValueType(profile_.add_sample_type(), "samples", "count");
     AddValueType(profile_.add_sample_type(), "cpu", "nanoseconds");
@@ -79,42 +93,39 @@ class ProfileBuilder {
     comm_key_ = String("comm");
   }
 
-  void AddStack(std::string_view stack, uint64_t count) {
-    if (!ParseStackText(stack, &head_, &frames_)) {
-      unparsable_count_ += count;
-      return;
-    }
-    pb::Sample* sample = profile_.add_sample();
-    AddValues(sample, count);
-    auto* ids = sample->mutable_location_id();
-    if (frames_.empty()) {
-      ids->Add(Location(SpelledFrame{FrameKind::kMarker, kNoFrames}));
+  void AddSample(const Sample& sample, uint64_t count) {
+    pb::Sample* out = profile_.add_sample();
+    AddValues(out, count);
+    auto* ids = out->mutable_location_id();
+    if (sample.frames.empty()) {
+      ids->Add(Intern(&locations_, kNoFramesKey, profile_.mutable_location(),
+                      [&](pb::Location* location) {
+                        location->add_line()->set_function_id(Function(kNoFrames, "", ""));
+                      }));
     } else {
-      ids->Reserve(static_cast<int>(frames_.size()));
-      // pprof wants the leaf first; the stack text is root first.
-      for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) ids->Add(Location(*it));
+      ids->Reserve(static_cast<int>(sample.frames.size()));
+      // pprof wants the leaf first; a sample is root first.
+      for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+        ids->Add(Location(*it));
+      }
     }
     CountMappingSamples(*ids, count);
-    pb::Label* label = sample->add_label();
+    pb::Label* label = out->add_label();
     label->set_key(pid_key_);
-    label->set_num(head_.pid);
-    label = sample->add_label();
+    label->set_num(sample.pid);
+    label = out->add_label();
     label->set_key(tid_key_);
-    label->set_num(head_.tid);
-    label = sample->add_label();
-    label->set_key(comm_key_);
-    label->set_str(String(head_.comm));
+    label->set_num(sample.tid);
+    const std::string_view comm = speller_.Text(sample.comm);
+    if (!comm.empty()) {
+      label = out->add_label();
+      label->set_key(comm_key_);
+      label->set_str(String(comm));
+    }
   }
 
-  // Adds the sample of the stacks that could not be read back, if any, and
-  // puts the mappings in order.
+  // Puts the mappings in order.
   pb::Profile& Finish() {
-    if (unparsable_count_ != 0) {
-      pb::Sample* sample = profile_.add_sample();
-      AddValues(sample, unparsable_count_);
-      sample->add_location_id(Location(SpelledFrame{FrameKind::kMarker, kUnparseableStack}));
-      unparsable_count_ = 0;
-    }
     OrderMappings();
     return profile_;
   }
@@ -165,11 +176,14 @@ class ProfileBuilder {
     return id;
   }
 
-  uint64_t Function(std::string_view name, bool with_system_name, std::string_view filename) {
-    const int64_t name_id = String(name.empty() ? kPprofUnnamedFrame : name);
-    // "<unknown>" is ours, not the system's (and pprof would simplify it away).
-    with_system_name = with_system_name && !name.empty();
-    const FunctionKey key{name_id, with_system_name ? name_id : 0, String(filename)};
+  // A function named `name`, with `system_name` ("" for none) unless the name
+  // is empty: "<unknown>" is ours, not the system's (and pprof would simplify
+  // it away).
+  uint64_t Function(std::string_view name, std::string_view system_name,
+                    std::string_view filename) {
+    const bool unnamed = name.empty();
+    const FunctionKey key{String(unnamed ? kPprofUnnamedFrame : name),
+                          unnamed ? 0 : String(system_name), String(filename)};
     return Intern(&functions_, key, profile_.mutable_function(), [&](pb::Function* function) {
       function->set_name(key.name);
       function->set_system_name(key.system_name);
@@ -229,51 +243,68 @@ class ProfileBuilder {
     }
   }
 
-  uint64_t Location(const SpelledFrame& frame) {
-    auto& known = locations_[static_cast<size_t>(frame.kind)];
-    return Intern(&known, frame.text, profile_.mutable_location(),
+  // The mapped file of a native frame, if it has one with a path (else null).
+  const FrameDictionary::Object* MappedFile(const SampleFrame& frame) const {
+    if (frame.kind != FrameKind::kNative || frame.object == 0) return nullptr;
+    const FrameDictionary::Object& object = dictionary_.object(frame.object);
+    return object.path == 0 ? nullptr : &object;
+  }
+
+  // What tells `frame`'s location from others': a Python frame's name, file
+  // and line; a native frame's symbol, and its file and address if it has a
+  // file; any other frame's kind and text.
+  SampleFrame LocationKey(const SampleFrame& frame) const {
+    SampleFrame key;
+    key.kind = frame.kind;
+    key.name = frame.name;
+    if (frame.kind == FrameKind::kPython) {
+      key.file = frame.file;
+      key.line = frame.line;
+    } else if (MappedFile(frame) != nullptr) {
+      key.object = frame.object;
+      key.address = frame.address;
+    }
+    return key;
+  }
+
+  uint64_t Location(const SampleFrame& frame) {
+    return Intern(&locations_, LocationKey(frame), profile_.mutable_location(),
                   [&](pb::Location* location) { FillLocation(frame, location); });
   }
 
   // A new location's line (its function, and a Python frame's line number)
-  // and, for a native or kernel frame, its mapping.
-  void FillLocation(const SpelledFrame& frame, pb::Location* location) {
+  // and, for a native frame in a known file or a kernel frame, its mapping.
+  void FillLocation(const SampleFrame& frame, pb::Location* location) {
     pb::Line* line = location->add_line();
+    const std::string_view name = speller_.FullName(frame);
     switch (frame.kind) {
-      case FrameKind::kPython: {
-        PythonFrameParts parts;
-        if (ParsePythonFrameText(frame.text, &parts)) {
-          line->set_function_id(Function(parts.name, true, parts.file));
-          line->set_line(parts.line);
-        } else {
-          line->set_function_id(Function(frame.text, true, ""));
+      case FrameKind::kPython:
+        line->set_function_id(Function(speller_.DisplayName(frame), speller_.FullName(frame),
+                                       speller_.Text(frame.file)));
+        line->set_line(frame.line);
+        break;
+      case FrameKind::kNative:
+        line->set_function_id(Function(name, name, ""));
+        if (const FrameDictionary::Object* object = MappedFile(frame)) {
+          location->set_mapping_id(
+              Mapping(dictionary_.String(object->path), dictionary_.String(object->build_id)));
+          location->set_address(frame.address);
         }
         break;
-      }
-      case FrameKind::kNative: {
-        line->set_function_id(Function(frame.text, true, ""));
-        if (dumped_.native_origins != nullptr) {
-          origin_key_.assign(frame.text.data(), frame.text.size());
-          auto origin = dumped_.native_origins->find(origin_key_);
-          if (origin != dumped_.native_origins->end() && !origin->second.path.empty()) {
-            location->set_mapping_id(Mapping(origin->second.path, origin->second.build_id));
-            location->set_address(origin->second.elf_address);
-          }
-        }
-        break;
-      }
       case FrameKind::kKernel:
-        line->set_function_id(Function(frame.text, true, ""));
+        line->set_function_id(Function(name, name, ""));
         kernel_mapping_ = Mapping(kPprofKernelMapping, "");
         location->set_mapping_id(kernel_mapping_);
         break;
       case FrameKind::kMarker:
-        line->set_function_id(Function(frame.text, false, ""));
+        line->set_function_id(Function(name, "", ""));
         break;
     }
   }
 
   const DumpedProfile& dumped_;
+  const FrameDictionary& dictionary_;
+  StackSpeller speller_;
   pb::Profile profile_;
   std::unordered_map<std::string_view, int64_t> strings_;
   std::unordered_map<FunctionKey, uint64_t, FunctionKeyHash> functions_;
@@ -284,16 +315,11 @@ class ProfileBuilder {
     }
   };
   std::unordered_map<std::pair<int64_t, int64_t>, uint64_t, PairHash> mappings_;
-  // Per frame kind: frame text -> location id.
-  std::unordered_map<std::string_view, uint64_t> locations_[4];
+  std::unordered_map<SampleFrame, uint64_t, LocationKeyHash> locations_;  // LocationKey -> id
   int64_t pid_key_ = 0, tid_key_ = 0, comm_key_ = 0;
-  uint64_t unparsable_count_ = 0;
   uint64_t kernel_mapping_ = 0;            // its id, 0 if none
   std::vector<uint64_t> mapping_samples_;  // by mapping id - 1
   std::vector<uint64_t> seen_mappings_;    // scratch: one sample's mappings
-  StackHead head_;
-  std::vector<SpelledFrame> frames_;
-  std::string origin_key_;
 };
 
 // Writes `data` gzip'd (zlib's gzip wrapper) to `out`.
@@ -340,13 +366,12 @@ bool WriteGzip(const std::string& data, std::FILE* out) {
 class PprofEncoder final : public ProfileEncoder {
  public:
   ProfileFormat format() const override { return ProfileFormat::kPprof; }
-  bool wants_native_origins() const override { return true; }
   bool Write(const DumpedProfile& dumped, std::FILE* out) override {
     try {
       std::string serialized;
       {
         ProfileBuilder builder(dumped);
-        for (const auto& [stack, count] : dumped.stacks) builder.AddStack(stack, count);
+        for (const StackCount& stack : dumped.stacks) builder.AddSample(*stack.sample, stack.count);
         if (!builder.Finish().SerializeToString(&serialized)) {
           errno = EFBIG;  // over protobuf's 2 GiB limit
           return false;
@@ -364,4 +389,4 @@ class PprofEncoder final : public ProfileEncoder {
 
 std::unique_ptr<ProfileEncoder> MakePprofEncoder() { return std::make_unique<PprofEncoder>(); }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -1,14 +1,16 @@
 // ProfileEncoder: one output format of a dump (--format). ProfileOutput
-// aggregates the interval's samples as stack texts (FrameSpelling.h); at each
-// dump it hands them to every encoder, which writes its whole file to a stream.
+// counts the interval's samples (Sample.h); at each dump it hands them to
+// every encoder, which writes its whole file to a stream.
 //
 // Formats:
 //   collapsed   "<stack> <count>" lines, gProfiler's format (the default)
 //   flamegraph  one self-contained HTML page (FlameGraphEncoder.h)
 //   speedscope  speedscope's JSON file format (SpeedscopeEncoder.h)
 //   pprof       gzip'd profile.proto (PprofEncoder.h)
-// An encoder reads frames back with ParseStackText (FrameSpelling.h) and
-// ParsePythonFrameText (PythonFrameFormat.h), never by its own parsing.
+// MakeProfileEncoder (ProfileEncoders.h) makes the encoder of a format.
+// Every encoder reads the samples' frames and spells them with a StackSpeller
+// (FrameSpelling.h): the collapsed text for gProfiler, the display names for
+// people.
 #pragma once
 
 #include <chrono>
@@ -18,13 +20,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
+#include "Sample.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 enum class ProfileFormat { kCollapsed, kFlameGraph, kSpeedscope, kPprof };
 
@@ -37,40 +38,35 @@ std::string_view ProfileFormatName(ProfileFormat format);
 // collapsed (gProfiler's PATH.<stamp>), ".html", ".speedscope.json", ".pb.gz".
 std::string_view ProfileFormatExtension(ProfileFormat format);
 
-// Where a native frame's code lives, for formats that name the file (pprof's
-// mappings). Filled only when an encoder asks for it (wants_native_origins).
-struct NativeFrameOrigin {
-  std::string path;          // the file as the process maps it ("" if unknown)
-  std::string build_id;      // lowercase hex, "" if the file has none
-  uint64_t elf_address = 0;  // the frame's address in the file's own terms
+// One distinct sample of a dump and how many times it was taken.
+struct StackCount {
+  const Sample* sample = nullptr;
+  uint64_t count = 0;
 };
 
 // One dump's samples, as every encoder sees them.
 struct DumpedProfile {
-  // The interval's distinct stacks (ProfileOutput's stack texts, without a
-  // count) and their sample counts, sorted by stack text.
-  std::vector<std::pair<std::string_view, uint64_t>> stacks;
+  // The interval's distinct samples and their counts, in the order of their
+  // collapsed lines (so every format lists threads and stacks alike). Samples
+  // that differ only in native addresses spell one collapsed line, and are
+  // next to each other.
+  std::vector<StackCount> stacks;
+  // The strings and mapped files the samples name.
+  const FrameDictionary* dictionary = nullptr;
   std::chrono::system_clock::time_point start;  // the interval
   std::chrono::system_clock::time_point end;
   // CPU time one sample stands for: the perf event's period (1e9 / frequency
   // with -F).
   uint64_t sample_period_ns = 0;
-  // Native frame text (as in the stack, without its suffix) -> where it came
-  // from; the first origin seen in the interval. Empty unless asked for.
-  const std::unordered_map<std::string, NativeFrameOrigin>* native_origins = nullptr;
 };
 
 class ProfileEncoder {
  public:
   virtual ~ProfileEncoder() = default;
   virtual ProfileFormat format() const = 0;
-  // Whether DumpedProfile::native_origins should be filled.
-  virtual bool wants_native_origins() const { return false; }
   // Writes the whole file for `profile` to `out`. False on a write error
   // (errno set); the caller checks ferror and fclose too.
   virtual bool Write(const DumpedProfile& profile, std::FILE* out) = 0;
 };
 
-std::unique_ptr<ProfileEncoder> MakeProfileEncoder(ProfileFormat format);
-
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

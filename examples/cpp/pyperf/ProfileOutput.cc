@@ -10,9 +10,13 @@
 #include <cstring>
 #include <ctime>
 #include <utility>
+#include <tuple>
 #include <vector>
 
-namespace pyperf {
+#include "FrameSpelling.h"
+#include "ProfileEncoders.h"
+
+namespace ebpf::pyperf {
 namespace {
 
 int64_t CentisSinceEpoch(ProfileOutput::Clock::time_point time) {
@@ -51,10 +55,7 @@ int RenameNoReplace(const char* from, const char* to) {
 ProfileOutput::ProfileOutput(std::string path, std::FILE* stream,
                              const std::vector<ProfileFormat>& formats)
     : path_(std::move(path)), stream_(stream) {
-  for (ProfileFormat format : formats) {
-    encoders_.push_back(MakeProfileEncoder(format));
-    wants_native_origins_ = wants_native_origins_ || encoders_.back()->wants_native_origins();
-  }
+  for (ProfileFormat format : formats) encoders_.push_back(MakeProfileEncoder(format));
 }
 
 ProfileOutput::~ProfileOutput() = default;
@@ -80,47 +81,49 @@ Status ProfileOutput::OpenTransient() {
   return Status::Ok();
 }
 
-void ProfileOutput::Add(const std::string& stack, uint64_t count) {
-  auto it = counts_.find(stack);  // no allocation for a stack already seen
+void ProfileOutput::Add(const Sample& sample, uint64_t count) {
+  auto it = counts_.find(sample);  // no allocation for a sample already seen
   if (it == counts_.end()) {
-    counts_.emplace(stack, count);
+    counts_.emplace(sample, count);
   } else {
     it->second += count;
   }
   pending_samples_ += count;
 }
 
-void ProfileOutput::NoteNativeFrame(std::string_view text, const FileId& file,
-                                    uint64_t elf_address) {
-  if (!wants_native_origins_) return;
-  note_key_.assign(text.data(), text.size());  // no allocation once grown
-  if (native_origins_.find(note_key_) != native_origins_.end()) return;
-  NativeFrameOrigin origin;
-  origin.elf_address = elf_address;
-  // Resolved now, while the unwinder still has the file's module cached.
-  if (file != FileId{} && file_resolver_ && !file_resolver_(file, &origin.path, &origin.build_id)) {
-    origin.path.clear();
-    origin.build_id.clear();
-  }
-  native_origins_.emplace(note_key_, std::move(origin));
-}
-
 DumpedProfile ProfileOutput::Collect(Clock::time_point now) const {
   DumpedProfile profile;
-  profile.stacks.reserve(counts_.size());
-  for (const auto& entry : counts_) profile.stacks.emplace_back(entry.first, entry.second);
-  // Sorted, so output is deterministic and easy to compare.
-  std::sort(profile.stacks.begin(), profile.stacks.end());
+  // In the order of the collapsed lines, so output is deterministic and every
+  // format lists stacks alike: spelled once here to sort.
+  StackSpeller speller(dictionary_);
+  std::vector<std::pair<std::string, StackCount>> spelled;
+  spelled.reserve(counts_.size());
+  for (const auto& [sample, count] : counts_) {
+    spelled.emplace_back(std::string(), StackCount{&sample, count});
+    speller.AppendCollapsedStack(sample, &spelled.back().first);
+  }
+  std::sort(spelled.begin(), spelled.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    // The same line: native addresses differ; any fixed order will do.
+    const auto& fa = a.second.sample->frames;
+    const auto& fb = b.second.sample->frames;
+    return std::lexicographical_compare(
+        fa.begin(), fa.end(), fb.begin(), fb.end(), [](const SampleFrame& x, const SampleFrame& y) {
+          return std::tie(x.object, x.address) < std::tie(y.object, y.address);
+        });
+  });
+  profile.stacks.reserve(spelled.size());
+  for (const auto& entry : spelled) profile.stacks.push_back(entry.second);
+  profile.dictionary = &dictionary_;
   profile.start = interval_start_;
   profile.end = now;
   profile.sample_period_ns = sample_period_ns_;
-  profile.native_origins = &native_origins_;
   return profile;
 }
 
 void ProfileOutput::Clear() {
   counts_.clear();
-  native_origins_.clear();
+  dictionary_.Clear();
   pending_samples_ = 0;
 }
 
@@ -252,4 +255,4 @@ Status ProfileOutput::WriteTransient(ProfileEncoder* encoder, const DumpedProfil
   return Status::Ok();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -1,9 +1,10 @@
 // ProfileOutput: the output protocol gProfiler's PythonEbpfProfiler expects.
 //
-// Samples are aggregated as collapsed stacks ("frame;frame;frame" -> count).
-// Each dump is written in every format asked for (--format, ProfileEncoder.h);
-// collapsed, the default, is one line per distinct stack, "<stack> <count>",
-// sorted by stack.
+// Samples (Sample.h) are counted as they are: equal samples share a count.
+// Their strings are interned in the interval's FrameDictionary, emptied with
+// the samples once a dump delivered them. Each dump is written in every
+// format asked for (--format, ProfileEncoder.h); collapsed, the default, is
+// one line per distinct stack, "<stack> <count>", sorted by stack.
 //
 // With an output PATH:
 //  - Start() creates the transient file PATH. gProfiler waits for PATH to
@@ -40,7 +41,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,10 +48,10 @@
 #include <vector>
 
 #include "ProfileEncoder.h"
-#include "file_id.h"
+#include "Sample.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 class ProfileOutput {
  public:
@@ -70,27 +70,21 @@ class ProfileOutput {
   // (truncates) the transient file PATH.
   Status Start(Clock::time_point interval_start = Clock::now());
 
-  // Counts `count` samples of `stack` (the stack text without the count).
-  // No allocation once the stack has been seen in this interval.
-  void Add(const std::string& stack, uint64_t count = 1);
+  // The dictionary the samples given to Add name their strings in.
+  FrameDictionary& dictionary() { return dictionary_; }
+
+  // Counts `count` samples equal to `sample`. No allocation once an equal
+  // sample has been seen in this interval.
+  void Add(const Sample& sample, uint64_t count = 1);
 
   // The CPU time one sample stands for (DumpedProfile::sample_period_ns).
   void set_sample_period_ns(uint64_t ns) { sample_period_ns_ = ns; }
-  // Whether some format names native frames' files: then call
-  // NoteNativeFrame for each native frame added.
-  bool wants_native_origins() const { return wants_native_origins_; }
-  // Records where a native frame (its text as spelled, without suffix) came
-  // from, if this interval has none for it yet: `file` is resolved to a path
-  // and build-id then, by the resolver.
-  void NoteNativeFrame(std::string_view text, const FileId& file, uint64_t elf_address);
-  using FileResolver = std::function<bool(const FileId&, std::string* path, std::string* build_id)>;
-  void set_file_resolver(FileResolver resolver) { file_resolver_ = std::move(resolver); }
 
   struct DumpInfo {
     std::string file;  // the first format's renamed file; empty when writing to a stream
     std::vector<std::string> files;  // every renamed file, in format order
     uint64_t samples = 0;            // sum of the counts written
-    uint64_t lines = 0;              // distinct stacks written
+    uint64_t lines = 0;              // distinct samples written
     // Set when the file was delivered but a fresh PATH could not be created
     // (the next Dump tries again): a problem to report, not a failed dump.
     std::string warning;
@@ -138,15 +132,11 @@ class ProfileOutput {
   FilePtr file_;
   Clock::time_point interval_start_;
   int64_t last_stamp_centis_ = -1;  // stamp of the last delivered file
-  std::unordered_map<std::string, uint64_t> counts_;
+  FrameDictionary dictionary_;
+  std::unordered_map<Sample, uint64_t, SampleHash> counts_;
   uint64_t pending_samples_ = 0;
   std::vector<std::unique_ptr<ProfileEncoder>> encoders_;
-  bool wants_native_origins_ = false;
   uint64_t sample_period_ns_ = 0;
-  // Native frame text -> its origin, for the encoders that ask.
-  std::unordered_map<std::string, NativeFrameOrigin> native_origins_;
-  FileResolver file_resolver_;
-  std::string note_key_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -10,7 +10,7 @@
 #include "PyOffsets.h"
 #include "process_memory.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr char kCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
@@ -340,4 +340,4 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
   return ProcessOffsets{offsets, "_Py_DebugOffsets + table " + layout_name};
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -21,7 +21,7 @@
 #include "PythonVersion.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // One _Py_DebugOffsets member PyPerf knows the place of.
 struct DebugOffsetsMember {
@@ -94,4 +94,4 @@ struct ProcessOffsets {
 // merged layouts are kept, beyond which this fails.
 Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info);
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -17,7 +17,7 @@
 
 #include <climits>
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr pyperf_offsets kPython27 = [] {
@@ -487,4 +487,4 @@ std::string OffsetsLayoutName(const PythonVersion& v, bool free_threaded) {
   return std::string(layout->name) + (free_threaded ? "t" : "");
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

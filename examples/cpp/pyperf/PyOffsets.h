@@ -15,7 +15,7 @@
 #include "PyPerfBpfShared.h"
 #include "PythonVersion.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Offsets for this exact version (its free-threaded build when
 // `free_threaded`), or nullptr if no verified table covers it (never a guess
@@ -30,4 +30,4 @@ std::string OffsetsLayoutName(const PythonVersion& v, bool free_threaded = false
 // nullptr. In PyOffsetsFreeThreaded.cc; FindOffsets(v, true) is the way in.
 const pyperf_offsets* FindFreeThreadedOffsets(const PythonVersion& v);
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -12,7 +12,7 @@
 // (sizeof(PyCompactUnicodeObject), the shim owner, interpreters.main).
 #include "PyOffsets.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr pyperf_offsets kPython313FreeThreaded = [] {
@@ -65,4 +65,4 @@ const pyperf_offsets* FindFreeThreadedOffsets(const PythonVersion& v) {
   return nullptr;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -11,8 +11,8 @@
 
 namespace {
 
-void OnDumpSignal(int) { pyperf::PyPerfProfiler::RequestDump(); }
-void OnStopSignal(int) { pyperf::PyPerfProfiler::RequestStop(); }
+void OnDumpSignal(int) { ebpf::pyperf::PyPerfProfiler::RequestDump(); }
+void OnStopSignal(int) { ebpf::pyperf::PyPerfProfiler::RequestStop(); }
 
 void InstallSignalHandlers() {
   struct sigaction sa = {};
@@ -28,21 +28,21 @@ void InstallSignalHandlers() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pyperf::CommandLine cmd = pyperf::ParseCommandLine(argc, argv);
+  ebpf::pyperf::CommandLine cmd = ebpf::pyperf::ParseCommandLine(argc, argv);
   switch (cmd.action) {
-    case pyperf::CommandLine::Action::kPrintHelp:
+    case ebpf::pyperf::CommandLine::Action::kPrintHelp:
       fputs(cmd.message.c_str(), stdout);
       return 0;
-    case pyperf::CommandLine::Action::kFail:
+    case ebpf::pyperf::CommandLine::Action::kFail:
       fprintf(stderr, "%s\n", cmd.message.c_str());
       return cmd.exit_code;
-    case pyperf::CommandLine::Action::kRun:
+    case ebpf::pyperf::CommandLine::Action::kRun:
       break;
   }
   for (const auto& warning : cmd.options.warnings)
     fprintf(stderr, "PyPerf: warning: %s\n", warning.c_str());
 
-  pyperf::Status st = pyperf::CheckBpfPrivileges();
+  ebpf::Status st = ebpf::CheckBpfPrivileges();
   if (!st.ok()) {
     fprintf(stderr, "PyPerf: error: %s\n", st.message().c_str());
     return 1;
@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   // Start-up (about half a second of CPU, mostly compiling the BPF program)
   // at a better priority, so that busy cores do not hold it up for seconds;
   // sampling at the priority PyPerf was started with.
-  pyperf::ScopedPriorityBoost startup_boost(40);  // the best there is: -20
-  auto profiler = pyperf::PyPerfProfiler::Create(cmd.options);
+  ebpf::ScopedPriorityBoost startup_boost(40);  // the best there is: -20
+  auto profiler = ebpf::pyperf::PyPerfProfiler::Create(cmd.options);
   if (!profiler.ok()) {
     fprintf(stderr, "PyPerf: error: %s\n", profiler.error().c_str());
     return 1;

@@ -11,7 +11,7 @@
 #include "bpf_loader.h"
 #include "perf_event.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c, PythonStackWalkProgram.c and
 // KernelOffsetCheckProgram.c (cmake/EmbedFiles.cmake).
@@ -326,4 +326,4 @@ Result<size_t> PyPerfBpf::StartKernelStackGeneration(uint32_t next_generation) {
   return freed;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

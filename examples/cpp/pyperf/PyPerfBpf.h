@@ -22,7 +22,7 @@
 #include "perf_output_rings.h"
 #include "status.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // The program's parameters. A run takes them from its command line
 // (BpfConfigFor in PyPerfProfiler.h), where their defaults are set.
@@ -137,4 +137,4 @@ class PyPerfBpf {
   std::vector<int32_t> kernel_stack_ids_;  // StartKernelStackGeneration's scratch
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

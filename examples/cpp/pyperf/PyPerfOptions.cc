@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr char kProgramName[] = "PyPerf";
@@ -480,4 +480,4 @@ std::string HelpText() {
   return app.help();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -14,7 +14,7 @@
 
 #include "ProfileEncoder.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Which line a Python frame reports: the function's first line (stable, so
 // samples of one function aggregate; what the original PyPerf printed) or the
@@ -89,4 +89,4 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args);
 // The --help text: every flag with its default and meaning.
 std::string HelpText();
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

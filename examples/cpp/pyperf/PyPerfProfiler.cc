@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <string_view>
 
-#include "EventNativeSnapshot.h"
+#include "NativeStackTrace.h"
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
 #include "btf_offsets.h"
 #include "scoped_priority.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 std::atomic<bool> g_dump_requested{false};
@@ -33,7 +33,6 @@ constexpr int kRoundMs = 100;
 // gProfiler reads 64 KiB of stderr per cycle: PyPerf would block on the
 // full pipe, lose samples, and could miss a dump.
 constexpr auto kNativeLogInterval = std::chrono::seconds(1);
-constexpr int32_t kNoKernelStack = -14;  // -EFAULT: the sample hit user mode
 // How often the kernel stacks map is emptied: its ids are never reused while
 // held, so without this a map filled once would lose every new stack.
 constexpr auto kKernelStacksClearInterval = std::chrono::seconds(1);
@@ -43,20 +42,9 @@ constexpr auto kKernelStacksClearInterval = std::chrono::seconds(1);
 void PyPerfProfiler::RequestDump() { g_dump_requested = true; }
 void PyPerfProfiler::RequestStop() { g_stop_requested = true; }
 
-PyPerfProfiler::PyPerfProfiler(const Options& options) : options_(options) {}
+PyPerfProfiler::PyPerfProfiler(const Options& options)
+    : options_(options), log_(options.verbosity) {}
 PyPerfProfiler::~PyPerfProfiler() = default;
-
-void PyPerfProfiler::Log(int level, const std::string& message) {
-  if (options_.verbosity >= level) stderr_.WriteLine({"PyPerf: ", message});
-}
-
-void PyPerfProfiler::Warn(const std::string& message) {
-  stderr_.WriteLine({"PyPerf: warning: ", message});
-}
-
-void PyPerfProfiler::Error(const std::string& message) {
-  stderr_.WriteLine({"PyPerf: error: ", message});
-}
 
 BpfConfig BpfConfigFor(const Options& options) {
   BpfConfig config;
@@ -101,7 +89,7 @@ Status PyPerfProfiler::Init() {
   if (!offsets.ok()) return offsets.status();
   if (!bpf_) return Status::Error("the BPF program was not loaded");
   if (!offsets->warning.empty()) fprintf(stderr, "PyPerf: warning: %s\n", offsets->warning.c_str());
-  Log(2, offsets->summary);
+  log_.Log(2, offsets->summary);
   Status stored = bpf_->SetKernelOffsets(offsets->offsets);
   if (!stored.ok()) return stored;
 
@@ -129,50 +117,26 @@ Status PyPerfProfiler::Init() {
     native.name_cache_limits.max_age_rounds = options_.native_cache_max_age;
     native.module_cache_limits.max_age_rounds = options_.native_cache_max_age;
     native.process_max_age_rounds = options_.native_cache_max_age;
-    native_ = std::make_unique<NativeUnwinder>(native);
-    NativeUnwinder* unwinder = native_.get();
-    output_->set_file_resolver(
-        [unwinder](const FileId& file, std::string* path, std::string* build_id) {
-          return unwinder->DescribeFile(file, path, build_id);
-        });
+    NativeStackTrace::Configure(native);
   }
 
   auto ksyms = KernelSymbols::Load();
   if (ksyms.ok()) {
     kernel_symbols_ = std::move(*ksyms);
   } else {
-    Log(0, "kernel frames will be unnamed: " + ksyms.error());
+    log_.Log(0, "kernel frames will be unnamed: " + ksyms.error());
   }
+  kernel_stacks_ = std::make_unique<KernelStackGenerations>(bpf_.get());
+  assembler_ =
+      std::make_unique<SampleAssembler>(python_.get(), kernel_stacks_.get(), &kernel_symbols_);
+  SampleAssembler* assembler = assembler_.get();
+  tracker_ = std::make_unique<ProcessTracker>(options_.pids, bpf_.get(), &log_,
+                                              [assembler](pid_t pid) { assembler->ForgetProcess(pid); });
 
   Status st = bpf_->OpenEvents([this](const pyperf_event& e, size_t size) { OnEvent(e, size); },
-                               [this](uint64_t lost) { counters_.lost += lost; });
+                               [this](uint64_t lost) { lost_ += lost; });
   if (!st.ok()) return st;
   return Status::Ok();
-}
-
-void PyPerfProfiler::AppendKernelFrames(const pyperf_event& event, StackText* stack) {
-  const int32_t stack_id = event.kernel_stack_id;
-  if (stack_id == kNoKernelStack) return;
-  // Lost: the map had no room (-EEXIST: its slot holds another stack;
-  // -ENOMEM), or the id is of a generation whose map has been emptied since
-  // (any but the current and the one before) and may name another stack.
-  const uint32_t age = kernel_stack_generation_ - event.kernel_stack_generation;
-  if (stack_id < 0 || age > 1 ||
-      !bpf_->ReadKernelStack(event.kernel_stack_generation, stack_id, &kernel_addrs_)) {
-    ++counters_.kernel_stack_errors;
-    stack->AddMarker(kLostKernelStack);
-    return;
-  }
-  const std::vector<uint64_t>& addrs = kernel_addrs_;
-  for (auto it = addrs.rbegin(); it != addrs.rend(); ++it) {
-    std::optional<std::string_view> name;
-    if (!kernel_symbols_.empty()) name = kernel_symbols_.Lookup(*it);
-    if (name) {
-      stack->Add(FrameKind::kKernel, *name);
-    } else {
-      stack->AddKernelAddress(*it);
-    }
-  }
 }
 
 void PyPerfProfiler::DrainEvents() {
@@ -186,31 +150,21 @@ void PyPerfProfiler::StartKernelStackGeneration() {
   // emptied for the next generation. The current generation's map is not
   // touched, so no event is lost to the change.
   DrainEvents();
-  const uint32_t next = kernel_stack_generation_ + 1;
-  auto freed = bpf_->StartKernelStackGeneration(next);
+  auto freed = kernel_stacks_->StartNext();
   if (!freed.ok()) {
-    Warn(freed.error());
+    log_.Warn(freed.error());
     return;
   }
-  kernel_stack_generation_ = next;
-  counters_.kernel_stacks_freed += *freed;
+  kernel_stacks_freed_ += *freed;
 }
 
-void PyPerfProfiler::AppendNativeFrames(const pyperf_event& event, size_t size, StackText* stack) {
-  if (!native_) return;
-  NativeSnapshot snapshot = NativeSnapshotOf(event, size);
-  NativeUnwindResult result = native_->Unwind(snapshot, &native_frames_);
-  if (result.error) ++counters_.native_stack_errors;
-  stack->AddNativeFrames(native_frames_, result);
-  if (output_->wants_native_origins()) {
-    for (const NativeFrame& frame : native_frames_) {
-      if (frame.error) continue;
-      // Keyed by the frame as spelled in the stack.
-      origin_key_.clear();
-      AppendFrameText(frame.name, &origin_key_);
-      output_->NoteNativeFrame(origin_key_, frame.file, frame.elf_address);
-    }
-  }
+void PyPerfProfiler::Rescan() {
+  const uint64_t events_before = events_read_;
+  // Reading the rings between processes costs no system call.
+  const size_t alive = tracker_->Rescan([this] { DrainEvents(); });
+  log_.Log(4, "rescan: " + std::to_string(alive) + " processes alive, " +
+                  std::to_string(tracker_->tracked()) + " profiled, " +
+                  std::to_string(events_read_ - events_before) + " events read during it");
 }
 
 void PyPerfProfiler::LogTables() {
@@ -219,22 +173,23 @@ void PyPerfProfiler::LogTables() {
       "tables: py_procs " + std::to_string(fill.py_procs) + " of " +
       std::to_string(fill.py_procs_max) + ", thread_states " + std::to_string(fill.thread_states) +
       " of " + std::to_string(fill.thread_states_max) + ", tracked " +
-      std::to_string(tracked_.size()) + ", rejected " + std::to_string(rejected_.size()) +
-      ", layouts " + std::to_string(layouts_.size()) + " of " + std::to_string(PYPERF_MAX_LAYOUTS) +
+      std::to_string(tracker_->tracked()) + ", rejected " + std::to_string(tracker_->rejected()) +
+      ", layouts " + std::to_string(tracker_->layouts()) + " of " +
+      std::to_string(PYPERF_MAX_LAYOUTS) +
       ", line tables " + std::to_string(python_->line_tables()) + " (" +
       std::to_string(python_->line_table_bytes()) + " bytes)";
-  if (native_) {
-    const NativeUnwinderStats n = native_->stats();
+  if (const NativeUnwinder* native = NativeStackTrace::unwinder()) {
+    const NativeUnwinderStats n = native->stats();
     line += ", native names " + std::to_string(n.names.entries) + " (" +
             std::to_string(n.names.bytes) + " bytes), native files " +
             std::to_string(n.modules.entries) + ", native process states " +
             std::to_string(n.processes);
   }
-  Log(2, line);
+  log_.Log(2, line);
 }
 
 void PyPerfProfiler::LogNativeRound() {
-  NativeUnwinderStats st = native_->stats();
+  NativeUnwinderStats st = NativeStackTrace::unwinder()->stats();
   char buf[320];
   snprintf(buf, sizeof(buf),
            "round %llu: native unwinds %llu, frames %llu, errors %llu; name cache hits %llu, "
@@ -244,7 +199,7 @@ void PyPerfProfiler::LogNativeRound() {
            (unsigned long long)st.names.hits, (unsigned long long)st.names.misses, st.names.entries,
            st.names.bytes, (unsigned long long)st.names.evictions, st.modules.entries,
            st.processes);
-  Log(3, buf);
+  log_.Log(3, buf);
 }
 
 bool PyPerfProfiler::StopGraceOver() {
@@ -262,42 +217,21 @@ void PyPerfProfiler::OnEvent(const pyperf_event& event, size_t size) {
   // most and the rest count as lost: PyPerf exits with its final dump in
   // time however far behind an overload left it.
   if (g_stop_requested && StopGraceOver()) {
-    ++counters_.lost;
+    ++lost_;
     return;
   }
-  auto it = tracked_.find(static_cast<pid_t>(event.pid));
-  if (it == tracked_.end()) return;  // dropped since the event was sent
-  StackText& s = scratch_;
-  s.Start(event.comm, sizeof(event.comm), event.pid, event.tid);
+  const TrackedProcess* process = tracker_->Find(static_cast<pid_t>(event.pid));
+  if (!process) return;  // dropped since the event was sent
   if (event.replaced) {
-    // An exec since PyPerf inspected the process (the BPF program compared
-    // its exec time with the one read before the inspection): no Python
-    // frame was walked. The process is inspected again at the end of the
-    // round, and its native state is read anew.
-    ForgetProcess(static_cast<pid_t>(event.pid));
-    exec_seen_.insert(static_cast<pid_t>(event.pid));
-    rescan_soon_ = true;
-    ++counters_.replaced;
-    s.AddMarker(kProcessReplaced);
-    AppendNativeFrames(event, size, &s);
-    AppendKernelFrames(event, &s);
-    output_->Add(s.text());
-    return;
+    // An exec since the inspection: forgotten now (its native state is read
+    // anew for this very sample), inspected again at the end of the round.
+    const TrackedProcess replaced = *process;
+    tracker_->Replaced(replaced.pid);
+    assembler_->Assemble(event, size, replaced, &output_->dictionary(), &sample_);
+  } else {
+    assembler_->Assemble(event, size, *process, &output_->dictionary(), &sample_);
   }
-  if (event.truncated) {
-    s.AddMarker(kTruncatedPythonStack);
-    ++counters_.truncated;
-  }
-  if (event.error != PYPERF_ERROR_NONE) {
-    s.AddSampleError(event.error);
-    ++counters_.sample_errors;
-  }
-  if (event.no_thread_state) ++counters_.no_thread_state;
-  python_->AppendFrames(event, it->second, &s, &counters_.symbol_errors);
-  AppendNativeFrames(event, size, &s);
-  AppendKernelFrames(event, &s);
-  s.EnsureFrame();  // a line without frames is one gProfiler cannot read
-  output_->Add(s.text());
+  output_->Add(sample_);
 }
 
 Status PyPerfProfiler::Dump(bool final_dump) {
@@ -307,7 +241,8 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   // system, so RSS follows what PyPerf holds, not the busiest interval yet
   // (once a dump, a walk of the free lists: about a millisecond).
   malloc_trim(0);
-  const uint64_t log_dropped = stderr_.dropped();
+  const uint64_t log_dropped = log_.dropped();
+  const SampleCounters& counters = assembler_->counters();
   const PythonSymbolTable::Stats& symbols = symbols_->stats();
   char line[640];
   snprintf(line, sizeof(line),
@@ -316,19 +251,19 @@ Status PyPerfProfiler::Dump(bool final_dump) {
            "symbols in map: %llu, native stack errors: %llu, "
            "sample errors: %llu, no thread state: %llu, replaced processes: %llu, "
            "log lines dropped: %llu, processes: %zu, output: %s",
-           (unsigned long long)info->samples, (unsigned long long)counters_.lost,
-           (unsigned long long)counters_.truncated, (unsigned long long)counters_.symbol_errors,
-           (unsigned long long)counters_.kernel_stack_errors,
-           (unsigned long long)counters_.kernel_stacks_freed,
+           (unsigned long long)info->samples, (unsigned long long)lost_,
+           (unsigned long long)counters.truncated, (unsigned long long)counters.symbol_errors,
+           (unsigned long long)counters.kernel_stack_errors,
+           (unsigned long long)kernel_stacks_freed_,
            (unsigned long long)(symbols.retired - symbols_retired_at_last_dump_),
-           (unsigned long long)symbols.in_maps, (unsigned long long)counters_.native_stack_errors,
-           (unsigned long long)counters_.sample_errors,
-           (unsigned long long)counters_.no_thread_state, (unsigned long long)counters_.replaced,
-           (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracked_.size(),
+           (unsigned long long)symbols.in_maps, (unsigned long long)counters.native_stack_errors,
+           (unsigned long long)counters.sample_errors,
+           (unsigned long long)counters.no_thread_state, (unsigned long long)counters.replaced,
+           (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracker_->tracked(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
-  if (native_) {
-    NativeUnwinderStats now = native_->stats();
+  if (const NativeUnwinder* native = NativeStackTrace::unwinder()) {
+    NativeUnwinderStats now = native->stats();
     const CacheStats& n = now.names;
     const CacheStats& last = native_at_last_dump_.names;
     uint64_t hits = n.hits - last.hits, misses = n.misses - last.misses;
@@ -336,7 +271,7 @@ Status PyPerfProfiler::Dump(bool final_dump) {
     snprintf(buf, sizeof(buf),
              ", native cache: %s, hits: %llu, misses: %llu, hit rate: %.4f, entries: %zu, "
              "bytes: %zu, evictions: %llu",
-             native_->cache_enabled() ? "on" : "off", (unsigned long long)hits,
+             native->cache_enabled() ? "on" : "off", (unsigned long long)hits,
              (unsigned long long)misses,
              hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0,
              n.entries, n.bytes, (unsigned long long)(n.evictions - last.evictions));
@@ -344,16 +279,18 @@ Status PyPerfProfiler::Dump(bool final_dump) {
     native_at_last_dump_ = now;
   }
   // A dropped dump line leaves its count to the next one.
-  if (stderr_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
+  if (log_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
   // Delivered, but no fresh PATH for the next interval (the next dump retries).
-  if (!info->warning.empty()) Warn(info->warning);
-  Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
+  if (!info->warning.empty()) log_.Warn(info->warning);
+  log_.Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
              std::to_string(options_.symbols_map_size) + ", cached " +
              std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
              " (never named " + std::to_string(symbols.unknown) + "), map walks " +
              std::to_string(symbols.walks));
   if (options_.verbosity >= 2) LogTables();
-  counters_ = IntervalCounters{};
+  assembler_->counters() = SampleCounters{};
+  lost_ = 0;
+  kernel_stacks_freed_ = 0;
   symbols_retired_at_last_dump_ = symbols.retired;
   return Status::Ok();
 }
@@ -365,10 +302,10 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   const bool stopped_early = g_stop_requested;
   Status st;
   if (!stopped_early) {
-    UpdateProcesses();
+    Rescan();
     st = bpf_->Attach();
     if (!st.ok()) {
-      Error(st.message());
+      log_.Error(st.message());
       return 1;
     }
   }
@@ -380,11 +317,11 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   // samples. (Loading BPF takes about half a second of CPU.)
   st = output_->Start();
   if (!st.ok()) {
-    Error(st.message());
+    log_.Error(st.message());
     return 1;
   }
   if (on_ready) on_ready();
-  if (!stopped_early) stderr_.WriteLine("Ready to profile");
+  if (!stopped_early) log_.WriteLine({"Ready to profile"});
 
   auto now = Clock::now();
   auto next_update = now + std::chrono::seconds(options_.update_interval_seconds);
@@ -396,18 +333,18 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   int exit_code = 0;
   while (!g_stop_requested) {
     int polled = bpf_->Poll(kRoundMs);
-    if (polled < 0 && errno != EINTR) Log(1, "perf buffer poll failed");
+    if (polled < 0 && errno != EINTR) log_.Log(1, "perf buffer poll failed");
     // A sampling round is kRoundMs of sampling, however many wake-ups it took.
     if (Clock::now() >= next_round) {
       next_round = Clock::now() + std::chrono::milliseconds(kRoundMs);
-      if (rescan_soon_) {  // a process exec'd: look at it again now
-        rescan_soon_ = false;
-        UpdateProcesses();
+      if (tracker_->rescan_asked()) {  // a process exec'd: look at it again now
+        tracker_->clear_rescan_asked();
+        Rescan();
       }
       python_->EndRound();
       symbols_->EndRound();  // after the round's events: their ids are marked used
-      if (native_) {
-        native_->cache_eviction();  // exactly once per sampling round
+      if (NativeStackTrace::enabled()) {
+        NativeStackTrace::cache_eviction();  // exactly once per sampling round
         if (options_.verbosity >= 3 && Clock::now() >= next_native_log) {
           LogNativeRound();  // the counters are cumulative: skipped rounds lose nothing
           next_native_log = Clock::now() + kNativeLogInterval;
@@ -422,12 +359,12 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
       DrainEvents();  // every event taken before the signal is in this dump
       st = Dump();
       // One line per failed dump, at any -v; the samples wait for the next one.
-      if (!st.ok()) Error("dump failed: " + st.message());
+      if (!st.ok()) log_.Error("dump failed: " + st.message());
     }
     now = Clock::now();
     if (timed && now >= deadline) break;
     if (now >= next_update) {
-      UpdateProcesses();
+      Rescan();
       next_update = now + std::chrono::seconds(options_.update_interval_seconds);
     }
   }
@@ -439,10 +376,10 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   DrainEvents();  // what was already in the buffers belongs to this run
   st = Dump(/*final_dump=*/true);
   if (!st.ok()) {
-    Error("final dump failed: " + st.message());
+    log_.Error("final dump failed: " + st.message());
     exit_code = 1;
   }
   return exit_code;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

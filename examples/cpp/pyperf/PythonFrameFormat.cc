@@ -4,9 +4,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "FrameSpelling.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -78,53 +77,4 @@ std::string PythonModuleName(std::string_view file) {
   return module;
 }
 
-std::string FormatPythonFrame(const std::string& file, const std::string& function,
-                              const std::string& class_name, int line) {
-  std::string module = PythonModuleName(file);
-  std::string line_text = std::to_string(line);
-  std::string out;
-  out.reserve(module.size() + class_name.size() + function.size() + file.size() + line_text.size() +
-              6 + kPythonSuffix.size());
-  for (std::string_view prefix : {std::string_view(module), std::string_view(class_name)}) {
-    if (prefix.empty()) continue;
-    AppendFrameText(prefix, &out);
-    out.push_back('.');
-  }
-  AppendFrameText(function, &out);
-  out.append(" (");
-  AppendFrameText(file, &out);
-  out.append(":").append(line_text).append(")").append(kPythonSuffix);
-  return out;
-}
-
-bool ParsePythonFrameText(std::string_view text, PythonFrameParts* out) {
-  if (text.empty() || text.back() != ')') return false;
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return false;
-  std::string_view digits = text.substr(colon + 1, text.size() - colon - 2);
-  if (digits.empty() || digits.size() > 9) return false;
-  int line = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    line = line * 10 + (c - '0');
-  }
-  std::string module;
-  for (size_t open = text.find(" ("); open != std::string_view::npos && open < colon;
-       open = text.find(" (", open + 1)) {
-    std::string_view name = text.substr(0, open);
-    std::string_view file = text.substr(open + 2, colon - open - 2);
-    module.clear();
-    AppendFrameText(PythonModuleName(file), &module);
-    bool matches =
-        module.empty() || (name.size() > module.size() && name.substr(0, module.size()) == module &&
-                           name[module.size()] == '.');
-    if (!matches) continue;
-    out->name = name;
-    out->file = file;
-    out->line = line;
-    return true;
-  }
-  return false;
-}
-
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -2,17 +2,14 @@
 // see PythonProcess.h.
 #include "PythonProcess.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <string_view>
 
 #include "elf_file.h"
+#include "elf_image_cache.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 namespace {
 
@@ -182,13 +179,11 @@ uint64_t DecodeUnsigned(const unsigned char* bytes, size_t size, bool little_end
   return value;
 }
 
-Result<FileFacts> ReadFileFacts(const std::string& host_path) {
-  auto elf = ElfFile::Open(host_path);
-  if (!elf.ok()) return elf.status();
+FileFacts ReadFileFacts(const ElfFile& elf) {
   FileFacts facts;
-  auto syms = elf->FindSymbols({"_PyRuntime", "_PyThreadState_Current", "interp_head",
-                                "autoInterpreterState", "Py_Version", "PyString_FromString",
-                                "PyCode_Type"});
+  auto syms =
+      elf.FindSymbols({"_PyRuntime", "_PyThreadState_Current", "interp_head",
+                       "autoInterpreterState", "Py_Version", "PyString_FromString", "PyCode_Type"});
   facts.py_runtime = syms[0];
   facts.thread_state_current = syms[1];
   facts.interp_head = syms[2];
@@ -199,50 +194,23 @@ Result<FileFacts> ReadFileFacts(const std::string& host_path) {
   facts.has_interpreter = facts.py_runtime || facts.thread_state_current;
   if (!facts.has_interpreter) return facts;  // cached as "not Python"
 
-  facts.segments = elf->load_segments();
-  facts.build_id = elf->BuildId().value_or("");
+  facts.segments = elf.load_segments();
+  facts.build_id = elf.BuildId().value_or("");
 
   if (facts.py_version && (facts.py_version->size == 4 || facts.py_version->size == 8)) {
     // Py_Version is a const initialised to PY_VERSION_HEX, e.g. 0x030b07f0.
     unsigned char bytes[8];
     size_t size = facts.py_version->size;
-    if (elf->ReadAtVirtualAddress(facts.py_version->value, bytes, size).ok()) {
-      uint64_t hex = DecodeUnsigned(bytes, size, elf->is_little_endian());
+    if (elf.ReadAtVirtualAddress(facts.py_version->value, bytes, size).ok()) {
+      uint64_t hex = DecodeUnsigned(bytes, size, elf.is_little_endian());
       PythonVersion v = PythonVersion::FromHex(hex);
       if (v.major == 3 && v.minor >= 11) facts.version_from_symbol = v;
     }
   }
   if (!facts.version_from_symbol) {
-    facts.version_strings = VersionCandidates(*elf);
+    facts.version_strings = VersionCandidates(elf);
   }
   return facts;
-}
-
-// The directory the process has as its root, as the host sees it: "/" for
-// most, the chroot directory for a chrooted process; "/" when unreadable.
-std::string ProcessRootDirectory(pid_t pid) {
-  char buf[4096];
-  std::string link = "/proc/" + std::to_string(pid) + "/root";
-  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
-  if (n <= 0) return "/";
-  std::string root(buf, static_cast<size_t>(n));
-  // A root outside our own view reads as e.g. "/ (deleted)" or a relative
-  // path: nothing to strip then.
-  if (root.empty() || root[0] != '/' || root.find(" (deleted)") != std::string::npos) return "/";
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  return root;
-}
-
-// /proc/PID/maps names files relative to the reader's root, so a chrooted
-// process's files carry the chroot directory: strip it to get the path the
-// process itself uses. Files of a container's own mount namespace, which our
-// root cannot reach, are already shown as the process sees them.
-std::string PathInProcess(const std::string& maps_path, const std::string& process_root) {
-  if (process_root == "/" || maps_path.size() <= process_root.size() ||
-      maps_path.compare(0, process_root.size(), process_root) != 0 ||
-      maps_path[process_root.size()] != '/')
-    return maps_path;
-  return maps_path.substr(process_root.size());
 }
 
 std::optional<uint64_t> AddBias(const std::optional<ElfSymbol>& sym, uint64_t bias) {
@@ -266,66 +234,34 @@ PythonProcessInspector::~PythonProcessInspector() = default;
 Result<std::shared_ptr<const FileFacts>> PythonProcessInspector::FactsFor(
     pid_t pid, const MemoryMapping& mapping, const std::string& process_root,
     std::string* host_path) {
-  // Where the mapped file may be opened from the host, best first: through
-  // the process's root with the path it sees (a container's own mount
-  // namespace), the path as /proc/PID/maps shows it to us (a chroot's files
-  // are reachable from our root), and the mapping itself (map_files: a
-  // deleted or replaced file; needs CAP_SYS_ADMIN). The first that leads to
-  // the mapped inode wins.
-  std::vector<std::string> paths;
-  if (!mapping.deleted) {
-    paths.push_back("/proc/" + std::to_string(pid) + "/root" +
-                    PathInProcess(mapping.path, process_root));
-    if (process_root != "/") paths.push_back(mapping.path);
-  }
-  paths.push_back(MapFilesPathForMapping(pid, mapping));
+  MappedFileRequest request = MappedFileRequest::For(pid, mapping, process_root);
   // overlayfs may show maps another inode than stat does: a path that exists
   // but does not match is still better than nothing.
-  struct stat st;
-  std::string path, fallback;
-  struct stat fallback_st;
-  int stat_errno = ENOENT;
-  for (const std::string& candidate : paths) {
-    if (::stat(candidate.c_str(), &st) != 0) {
-      stat_errno = errno;
-      continue;
-    }
-    if (st.st_ino == mapping.inode) {
-      path = candidate;
-      break;
-    }
-    if (fallback.empty()) {
-      fallback = candidate;
-      fallback_st = st;
-    }
-  }
-  if (path.empty() && !fallback.empty()) {
-    path = fallback;
-    st = fallback_st;
-  }
-  if (path.empty()) {
-    bool needs_privilege = stat_errno == EPERM || stat_errno == EACCES;
-    return Status::Error("cannot open " + mapping.path + (mapping.deleted ? " (deleted)" : "") +
-                         " of pid " + std::to_string(pid) + ": " + std::strerror(stat_errno) +
-                         (needs_privilege ? " (map_files needs CAP_SYS_ADMIN)" : ""));
-  }
-  *host_path = path;
-  FileKey key{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-              static_cast<uint64_t>(st.st_size),
-              static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  request.accept_other_inode = true;
+  auto file = OpenProcessMappedFile(request);
+  if (!file.ok()) return file.status();
+  *host_path = file->path;
+  if (auto it = cache_.find(file->stamp); it != cache_.end()) return it->second;
 
-  auto facts = ReadFileFacts(path);
-  if (!facts.ok()) return facts.status();  // not cached: may be transient
-  auto shared = std::make_shared<const FileFacts>(std::move(facts).value());
+  // The file's one parse, shared with native symbolization (elf_image_cache.h).
+  auto image = ElfImageCache::Shared().Get(*file);
+  if (!image.ok()) return image.status();  // not cached: may be transient
+  auto shared = std::make_shared<const FileFacts>(ReadFileFacts(ElfFile(file->path, *image)));
   if (cache_.size() >= max_cached_files_) cache_.clear();  // crude bound; refills on the next scan
-  if (max_cached_files_ > 0) cache_.emplace(key, shared);
+  // Keyed by what was parsed: the file may have been rewritten since it was opened.
+  if (max_cached_files_ > 0) cache_.emplace((*image)->file(), shared);
   return shared;
 }
 
 Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   auto start_time = ReadProcessStartTime(pid);
   if (!start_time.ok()) return start_time.status();
+  auto exe = ReadProcessExePath(pid);
+  return Inspect(pid, *start_time, exe.ok() ? *exe : std::string());
+}
+
+Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid, uint64_t start_time,
+                                                          const std::string& exe) {
   auto maps = ReadProcMaps(pid);
   if (!maps.ok()) return maps.status();
   if (maps->empty()) {
@@ -336,11 +272,13 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   // Candidates, in the order the dynamic linker binds symbols: the executable
   // first (a static interpreter in it wins over a libpython an extension may
   // drag in), then libpython*.so*, then python* files (an interpreter started
-  // as `ld.so /usr/bin/python3`). Other files are never opened.
+  // as `ld.so /usr/bin/python3`), those only where mapped executable: a
+  // process that maps libpython just to read it (PyPerf's own ELF cache, a
+  // packager) runs no interpreter from it. Other files are never opened.
   const MemoryMapping* main_exe = nullptr;
-  if (auto exe = ReadProcessExePath(pid); exe.ok()) {
+  if (!exe.empty()) {
     for (const auto& m : *maps) {
-      if (m.is_file() && m.path == *exe) {
+      if (m.is_file() && m.path == exe) {
         main_exe = &m;
         break;
       }
@@ -365,13 +303,13 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
   if (main_exe) add(*main_exe);
   for (const auto& m : *maps) {
     std::string_view name = Basename(m.path);
-    if (m.is_file() && StartsWith(name, "libpython") &&
+    if (m.is_file() && m.executable() && StartsWith(name, "libpython") &&
         name.find(".so") != std::string_view::npos) {
       add(m);
     }
   }
   for (const auto& m : *maps) {
-    if (m.is_file() && StartsWith(Basename(m.path), "python")) add(m);
+    if (m.is_file() && m.executable() && StartsWith(Basename(m.path), "python")) add(m);
   }
 
   std::string read_errors;
@@ -387,7 +325,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
 
     PythonProcessInfo info;
     info.pid = pid;
-    info.start_time = *start_time;
+    info.start_time = start_time;
     PythonModule& module = info.module;
     module.host_path = host_path;
     module.path = PathInProcess(candidate->path, process_root);
@@ -422,7 +360,7 @@ Result<PythonProcessInfo> PythonProcessInspector::Inspect(pid_t pid) {
 
     // The pid may have exited and been reused while we read.
     auto start_again = ReadProcessStartTime(pid);
-    if (!start_again.ok() || *start_again != *start_time) {
+    if (!start_again.ok() || *start_again != start_time) {
       return Status::Error("pid " + std::to_string(pid) + " exited during inspection");
     }
     return info;
@@ -451,4 +389,4 @@ Result<PythonProcessInfo> InspectPythonProcess(pid_t pid) {
   return inspector.Inspect(pid);
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -9,20 +9,22 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "PythonVersion.h"
+#include "mapped_file.h"
 #include "proc_maps.h"
 #include "status.h"
 
-namespace pyperf {
-
+namespace ebpf {
 class ElfFile;
+}  // namespace ebpf
+
+namespace ebpf::pyperf {
 
 // The file that holds the interpreter, as mapped into one process.
 struct PythonModule {
@@ -73,8 +75,10 @@ std::vector<PythonVersion> FindPythonVersionStrings(const ElfFile& elf);
 Result<PythonProcessInfo> InspectPythonProcess(pid_t pid);
 
 // The same with a cache of what was learnt from each file, keyed by the file's
-// identity (device, inode, size, mtime), so that a periodic scan of thousands
-// of processes opens each distinct executable and libpython once. Only the
+// identity and stamp (device, inode, size, mtime), so that a periodic scan of
+// thousands of processes reads each distinct executable and libpython once.
+// Files are opened by OpenProcessMappedFile and parsed through the
+// ElfImageCache that native symbolization shares. Only the
 // executable and mapped files named libpython*/python* are ever opened. Not
 // thread-safe: use one inspector per thread.
 class PythonProcessInspector {
@@ -85,6 +89,11 @@ class PythonProcessInspector {
   PythonProcessInspector& operator=(const PythonProcessInspector&) = delete;
 
   Result<PythonProcessInfo> Inspect(pid_t pid);
+  // The same for a caller that has just read the process's start time and
+  // executable path (ProcessTracker, once per process and rescan): they are
+  // not read again, but for the start time once more at the end, which tells
+  // that the pid was not reused while its files were read.
+  Result<PythonProcessInfo> Inspect(pid_t pid, uint64_t start_time, const std::string& exe);
 
   // Every CPython process on the host (ListProcesses + Inspect, errors skipped).
   std::vector<PythonProcessInfo> FindPythonProcesses();
@@ -95,21 +104,14 @@ class PythonProcessInspector {
   struct FileFacts;
 
  private:
-  struct FileKey {
-    uint64_t dev, inode, size;
-    int64_t mtime_ns;
-    bool operator<(const FileKey& o) const {
-      return std::tie(dev, inode, size, mtime_ns) < std::tie(o.dev, o.inode, o.size, o.mtime_ns);
-    }
-  };
   // Facts for the file mapped by `mapping`, from the cache or by reading it;
-  // *host_path is set to the path it was (or would be) opened through.
+  // *host_path is set to the path it was opened through.
   Result<std::shared_ptr<const FileFacts>> FactsFor(pid_t pid, const MemoryMapping& mapping,
                                                     const std::string& process_root,
                                                     std::string* host_path);
 
   size_t max_cached_files_;
-  std::map<FileKey, std::shared_ptr<const FileFacts>> cache_;
+  std::unordered_map<FileStamp, std::shared_ptr<const FileFacts>, FileStampHash> cache_;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -4,10 +4,10 @@
 #include <climits>
 #include <cstring>
 
-#include "PythonFrameFormat.h"
+#include "FrameSpelling.h"
 #include "process_memory.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 constexpr size_t kMaxLineTableBytes = 1 << 16;
@@ -148,28 +148,43 @@ std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process
 }
 
 void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedProcess& process,
-                                      StackText* out, uint64_t* symbol_errors) {
+                                      FrameDictionary* dictionary, std::vector<SampleFrame>* out,
+                                      uint64_t* symbol_errors) {
+  auto marker = [&](std::string_view text) {
+    SampleFrame frame;
+    frame.kind = FrameKind::kMarker;
+    frame.name = dictionary->Intern(text);
+    out->push_back(frame);
+    ++*symbol_errors;
+  };
   uint32_t n = event.frame_count < PYPERF_MAX_FRAMES ? event.frame_count : PYPERF_MAX_FRAMES;
   for (uint32_t i = n; i-- > 0;) {
-    const pyperf_frame& frame = event.frames[i];
-    if (frame.symbol_id == PYPERF_SYMBOL_MISSING) {
-      out->AddMarker(kMissingPythonFrame);
-      ++*symbol_errors;
+    const pyperf_frame& raw = event.frames[i];
+    if (raw.symbol_id == PYPERF_SYMBOL_MISSING) {
+      marker(kMissingPythonFrame);
       continue;
     }
-    const PythonSymbol* symbol = frame.symbol_id >= 0 ? symbols_->Resolve(frame.symbol_id) : nullptr;
+    const PythonSymbol* symbol = raw.symbol_id >= 0 ? symbols_->Resolve(raw.symbol_id) : nullptr;
     if (!symbol) {
-      out->AddMarker(kLostSymbol);
-      ++*symbol_errors;
+      marker(kLostSymbol);
       continue;
     }
-    if (current_lines_) {
-      auto line = CurrentLine(process, frame, *symbol);
-      out->AddSpelled(FormatPythonFrame(symbol->file, symbol->function, symbol->class_name,
-                                        line ? *line : symbol->first_line));
-    } else {
-      out->AddSpelled(symbol->text);
+    // Interned once per symbol and dictionary, not per sample.
+    if (symbol->dictionary_generation != dictionary->generation()) {
+      symbol->name_id = dictionary->Intern(symbol->qualified_name);
+      symbol->file_id = dictionary->Intern(symbol->file);
+      symbol->dictionary_generation = dictionary->generation();
     }
+    SampleFrame frame;
+    frame.kind = FrameKind::kPython;
+    frame.name = symbol->name_id;
+    frame.file = symbol->file_id;
+    frame.line = symbol->first_line;
+    if (current_lines_) {
+      auto line = CurrentLine(process, raw, *symbol);
+      if (line) frame.line = *line;
+    }
+    out->push_back(frame);
   }
 }
 
@@ -188,4 +203,4 @@ void PythonStackDecoder::ForgetProcess(pid_t pid) {
   }
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

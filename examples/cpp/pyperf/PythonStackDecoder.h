@@ -1,6 +1,6 @@
 // PythonStackDecoder: turns the Python part of a BPF event (symbol ids, leaf
-// first) into frames of a StackText, root first. Symbol ids are resolved by
-// the PythonSymbolTable (decoded, spelled, cached and aged there). With
+// first) into a sample's frames (Sample.h), root first. Symbol ids are
+// resolved by the PythonSymbolTable (decoded, cached and aged there). With
 // --line-numbers current, each frame's executing line is decoded from its
 // code object's line table, read with process_vm_readv at the process's own
 // offsets (TrackedProcess) in the format its layout names.
@@ -16,12 +16,12 @@
 #include <tuple>
 #include <vector>
 
-#include "FrameSpelling.h"
+#include "Sample.h"
 #include "PyPerfBpfShared.h"
 #include "PythonSymbols.h"
 #include "TrackedProcess.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Line-table decoders, one per format; `offset` is in the units the BPF
 // program reports for that version. nullopt when the offset has no line.
@@ -41,9 +41,11 @@ class PythonStackDecoder {
   // `symbols` outlives the decoder.
   PythonStackDecoder(PythonSymbolTable* symbols, bool current_lines);
 
-  // Frames of `event` added to `out` root first. Counts frames whose symbol
-  // could not be resolved in *symbol_errors.
-  void AppendFrames(const pyperf_event& event, const TrackedProcess& process, StackText* out,
+  // Frames of `event` appended to `out` root first, their strings interned
+  // in `dictionary`. Counts frames whose symbol could not be resolved in
+  // *symbol_errors (each is a marker frame).
+  void AppendFrames(const pyperf_event& event, const TrackedProcess& process,
+                    FrameDictionary* dictionary, std::vector<SampleFrame>* out,
                     uint64_t* symbol_errors);
 
   // Called once per sampling round: bounds the line-table cache (emptied
@@ -65,4 +67,4 @@ class PythonStackDecoder {
   size_t line_table_bytes_ = 0;  // of line_tables_' values
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "PythonFrameFormat.h"
 #include "PythonText.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 PythonSymbol DecodePythonSymbol(const pyperf_symbol& raw) {
   PythonSymbol s;
@@ -17,7 +16,7 @@ PythonSymbol DecodePythonSymbol(const pyperf_symbol& raw) {
   s.function = DecodePythonText(raw.function, sizeof(raw.function), raw.function_text);
   s.class_name = DecodePythonText(raw.class_name, sizeof(raw.class_name) - 1, raw.class_text);
   s.first_line = raw.first_line;
-  s.text = FormatPythonFrame(s.file, s.function, s.class_name, s.first_line);
+  s.qualified_name = s.class_name.empty() ? s.function : s.class_name + "." + s.function;
   return s;
 }
 
@@ -120,4 +119,4 @@ void PythonSymbolTable::AfterFullDrain() {
   stats_.cached = entries_.size();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

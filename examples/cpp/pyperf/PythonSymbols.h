@@ -36,15 +36,19 @@
 
 #include "PyPerfBpfShared.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 struct PythonSymbol {
   std::string file, function, class_name;  // UTF-8
   int first_line = 0;
-  std::string text;  // spelled, with the first line
+  std::string qualified_name;  // "Class.function", or "function"
+  // The strings above as interned in a FrameDictionary of that generation
+  // (PythonStackDecoder keeps them, so a frame costs no lookup per sample).
+  mutable uint64_t dictionary_generation = 0;
+  mutable uint32_t name_id = 0, file_id = 0;
 };
 
-// The decoded, spelled symbol of a raw BPF one.
+// The decoded symbol of a raw BPF one.
 PythonSymbol DecodePythonSymbol(const pyperf_symbol& raw);
 
 class PythonSymbolTable {
@@ -117,4 +121,4 @@ class PythonSymbolTable {
   uint64_t next_idle_scan_ = 0;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

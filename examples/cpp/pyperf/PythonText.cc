@@ -5,7 +5,7 @@
 
 #include "utf8.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 std::string DecodePythonText(const char* buffer, size_t usable, const pyperf_text& text) {
   std::string out;
@@ -44,4 +44,4 @@ std::string DecodePythonText(const char* buffer, size_t usable, const pyperf_tex
   return out;
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -9,7 +9,7 @@
 
 #include "PyPerfBpfShared.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Appended to a string the BPF buffer could not hold whole.
 inline constexpr char kTruncatedTextMarker[] = "[truncated]";
@@ -25,4 +25,4 @@ inline constexpr char kUnreadableText[] = "[unreadable]";
 // marker.
 std::string DecodePythonText(const char* buffer, size_t usable, const pyperf_text& text);
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -5,7 +5,7 @@
 #include <string>
 #include <tuple>
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 // Ordered by (major, minor, micro); 3.11.7 is {3, 11, 7}.
 struct PythonVersion {
@@ -33,4 +33,4 @@ struct PythonVersion {
   int micro = 0;
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

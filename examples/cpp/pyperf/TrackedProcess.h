@@ -14,7 +14,7 @@
 #include "PyPerfBpfShared.h"
 #include "PythonVersion.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 
 struct TrackedProcess {
   pid_t pid = 0;
@@ -27,4 +27,4 @@ struct TrackedProcess {
   std::string offsets_source;               // for logs: "table 3.12", "_Py_DebugOffsets + ..."
 };
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf

@@ -43,9 +43,9 @@ std::vector<std::string> CtypesCaptureCommand(const std::string& python, int dep
 }
 
 Result<CapturedSnapshot> ReadCapture(const std::string& dir) {
-  auto regs = pyperf::ReadFile(dir + "/regs");
-  auto stack = pyperf::ReadFile(dir + "/stack.bin");
-  auto maps = pyperf::ReadFile(dir + "/maps");
+  auto regs = ebpf::ReadFile(dir + "/regs");
+  auto stack = ebpf::ReadFile(dir + "/stack.bin");
+  auto maps = ebpf::ReadFile(dir + "/maps");
   if (!regs.ok() || !stack.ok() || !maps.ok()) {
     return Status::Error("incomplete capture in " + dir);
   }
@@ -64,7 +64,7 @@ Result<CapturedSnapshot> ReadCapture(const std::string& dir) {
   s.bp = bp;
   s.stack.assign(stack->begin(), stack->end());
   s.maps = std::move(maps).value();
-  auto root = pyperf::ReadFile(dir + "/root_dir");
+  auto root = ebpf::ReadFile(dir + "/root_dir");
   if (root.ok() && !root->empty()) s.root = dir + "/root";
   return s;
 }
@@ -79,19 +79,19 @@ bool WaitForCapture(const std::string& dir, std::chrono::milliseconds timeout) {
 }
 
 Status MakeSelfContained(const std::string& dir) {
-  auto text = pyperf::ReadFile(dir + "/maps");
+  auto text = ebpf::ReadFile(dir + "/maps");
   if (!text.ok()) return Status::Error("no maps in " + dir + ": " + text.error());
-  auto maps = pyperf::ParseProcMaps(*text);
+  auto maps = ebpf::ParseProcMaps(*text);
   if (!maps.ok()) return Status::Error(dir + "/maps: " + maps.error());
   std::set<std::string> done;
-  for (const pyperf::MemoryMapping& mapping : *maps) {
+  for (const ebpf::MemoryMapping& mapping : *maps) {
     // A deleted file is gone: the recording names it module+0xADDR.
     if (!mapping.is_file() || mapping.deleted || !done.insert(mapping.path).second) continue;
     const std::string& path = mapping.path;
     // The file, and the debug file its names come from (debuglink or
     // build-id), at the same paths under root.
     std::vector<std::string> files = {path};
-    auto module = pyperf::NativeModule::LoadFromPath(path, {"", path, true, true});
+    auto module = ebpf::NativeModule::LoadFromPath(path, {"", path, true, true});
     if (module.ok() && !module.value()->debug_file().empty()) {
       files.push_back(module.value()->debug_file());
     }
@@ -146,7 +146,7 @@ Status RecordSnapshot(const std::vector<std::string>& argv, std::map<std::string
   return MakeSelfContained(dir);
 }
 
-Result<CapturedSnapshot> LoadRecorded(const std::string& dir, pyperf::NativeUnwinder* unwinder) {
+Result<CapturedSnapshot> LoadRecorded(const std::string& dir, ebpf::NativeUnwinder* unwinder) {
   auto snapshot = ReadCapture(dir);
   if (!snapshot.ok()) return snapshot;
   if (snapshot->root.empty()) return Status::Error(dir + " is not self-contained");

@@ -1,5 +1,5 @@
 // Native snapshots on disk: what libpyperf_capture.so writes (regs,
-// stack.bin, maps, ready), how to read it back as a pyperf::NativeSnapshot,
+// stack.bin, maps, ready), how to read it back as a ebpf::NativeSnapshot,
 // and how to make it self-contained (copies of every mapped file under
 // <dir>/root) so it can be replayed after the process is gone, e.g. by a
 // Google Benchmark through NativeUnwinder::AddRecordedProcess. The library
@@ -19,8 +19,8 @@
 
 namespace pyperf_fixture {
 
-using pyperf::Result;
-using pyperf::Status;
+using ebpf::Result;
+using ebpf::Status;
 
 // The build directory of tests/cc/native_fixtures (programs, libraries).
 std::string FixtureDir();
@@ -43,8 +43,8 @@ struct CapturedSnapshot {
   // ("<dir>/root"); empty when not recorded.
   std::string root;
 
-  pyperf::NativeSnapshot View() const {
-    pyperf::NativeSnapshot s;
+  ebpf::NativeSnapshot View() const {
+    ebpf::NativeSnapshot s;
     s.pid = pid;
     s.ip = ip;
     s.sp = sp;
@@ -87,6 +87,6 @@ Status RecordSnapshot(const std::vector<std::string>& argv, std::map<std::string
 
 // Reads a self-contained recording and registers it with the unwinder as a
 // recorded process (under its original pid).
-Result<CapturedSnapshot> LoadRecorded(const std::string& dir, pyperf::NativeUnwinder* unwinder);
+Result<CapturedSnapshot> LoadRecorded(const std::string& dir, ebpf::NativeUnwinder* unwinder);
 
 }  // namespace pyperf_fixture

@@ -93,25 +93,25 @@ class NativeFixtureTest : public ::testing::Test {
     return run;
   }
 
-  static std::vector<pyperf::NativeFrame> Unwind(pyperf::NativeUnwinder& unwinder,
-                                                 const pyperf::NativeSnapshot& snapshot,
-                                                 pyperf::NativeUnwindResult* result = nullptr) {
-    std::vector<pyperf::NativeFrame> frames;
-    pyperf::NativeUnwindResult r = unwinder.Unwind(snapshot, &frames);
+  static std::vector<ebpf::NativeFrame> Unwind(ebpf::NativeUnwinder& unwinder,
+                                                 const ebpf::NativeSnapshot& snapshot,
+                                                 ebpf::NativeUnwindResult* result = nullptr) {
+    std::vector<ebpf::NativeFrame> frames;
+    ebpf::NativeUnwindResult r = unwinder.Unwind(snapshot, &frames);
     if (result) *result = r;
     return frames;
   }
 
   // One unwind by a new unwinder with `options`.
-  static std::vector<pyperf::NativeFrame> UnwindOnce(
-      const pyperf::NativeSnapshot& snapshot, const pyperf::NativeUnwinderOptions& options = {},
-      pyperf::NativeUnwindResult* result = nullptr) {
-    pyperf::NativeUnwinder unwinder(options);
+  static std::vector<ebpf::NativeFrame> UnwindOnce(
+      const ebpf::NativeSnapshot& snapshot, const ebpf::NativeUnwinderOptions& options = {},
+      ebpf::NativeUnwindResult* result = nullptr) {
+    ebpf::NativeUnwinder unwinder(options);
     return Unwind(unwinder, snapshot, result);
   }
 };
 
-inline std::vector<std::string> Names(const std::vector<pyperf::NativeFrame>& frames) {
+inline std::vector<std::string> Names(const std::vector<ebpf::NativeFrame>& frames) {
   std::vector<std::string> names;
   for (const auto& f : frames) names.push_back(f.name);
   return names;
@@ -125,7 +125,7 @@ inline std::string Join(const std::vector<std::string>& names) {
 
 // Checks that an unwind of the fixture got past the capture and the C
 // library's static function: frame 2 is pyperf_fixture_middle.
-inline void ExpectFixtureMiddleAtFrame2(const std::vector<pyperf::NativeFrame>& frames) {
+inline void ExpectFixtureMiddleAtFrame2(const std::vector<ebpf::NativeFrame>& frames) {
   ASSERT_GE(frames.size(), 3u) << Join(Names(frames));
   EXPECT_EQ(frames[2].name, "pyperf_fixture_middle");
 }
@@ -248,7 +248,7 @@ inline std::vector<std::string> ReferenceFilesFor(const std::string& module) {
 // Checks that every symbolized frame's name really contains its address: the
 // runtime address, turned into the file's own terms by ElfAddressFromMaps
 // (not by the unwinder), must lie inside a symbol of that name per nm.
-inline void ExpectNoFrameLies(const std::vector<pyperf::NativeFrame>& frames,
+inline void ExpectNoFrameLies(const std::vector<ebpf::NativeFrame>& frames,
                               const std::string& maps) {
   std::map<std::string, NmIndex> by_module;
   for (const auto& f : frames) {
@@ -277,10 +277,10 @@ inline std::string Addr2LineFunction(const std::string& file, uint64_t vaddr) {
 
 }  // namespace pyperf_fixture
 
-// The tests that use these live in namespace pyperf, beside the code they
+// The tests that use these live in namespace ebpf, beside the code they
 // test, and name them unqualified.
-namespace pyperf {
+namespace ebpf {
 using pyperf_fixture::FixtureDir;
 using pyperf_fixture::Join;
 using pyperf_fixture::Names;
-}  // namespace pyperf
+}  // namespace ebpf

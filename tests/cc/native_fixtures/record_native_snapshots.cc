@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   auto record = [&](const char* name, const std::vector<std::string>& cmd,
                     std::map<std::string, std::string> env) {
-    pyperf::Status s = pyperf_fixture::RecordSnapshot(cmd, std::move(env), out + "/" + name);
+    ebpf::Status s = pyperf_fixture::RecordSnapshot(cmd, std::move(env), out + "/" + name);
     printf("%s: %s\n", name, s.ok() ? "recorded" : s.message().c_str());
     if (!s.ok()) ++failures;
   };

@@ -43,7 +43,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 std::string MarkerFrame(std::string_view text) {
-  return pyperf::SpellFrame(pyperf::FrameKind::kMarker, text);
+  return ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kMarker, text);
 }
 
 // Where a frame may stand in a stack, root to leaf; -1 = anywhere (an error
@@ -62,22 +62,22 @@ int OrderRank(const std::string& frame) {
       break;
   }
   if (frame == kTruncationMarker) return 0;
-  if (StartsWith(frame, pyperf::kSampleErrorOpen)) return 1;
-  if (frame == MarkerFrame(pyperf::kLostSymbol) ||
-      frame == MarkerFrame(pyperf::kMissingPythonFrame))
+  if (StartsWith(frame, ebpf::pyperf::kSampleErrorOpen)) return 1;
+  if (frame == MarkerFrame(ebpf::pyperf::kLostSymbol) ||
+      frame == MarkerFrame(ebpf::pyperf::kMissingPythonFrame))
     return 2;
   if (IsNativeMarker(frame)) return 3;
-  if (frame == MarkerFrame(pyperf::kLostKernelStack)) return 4;
+  if (frame == MarkerFrame(ebpf::pyperf::kLostKernelStack)) return 4;
   return -1;
 }
 
 }  // namespace
 
 FrameKind KindOf(const std::string& frame) {
-  if (EndsWith(frame, pyperf::kPythonSuffix)) return FrameKind::kPython;
-  if (EndsWith(frame, pyperf::kNativeSuffix)) return FrameKind::kNative;
-  if (EndsWith(frame, pyperf::kKernelSuffix)) return FrameKind::kKernel;
-  if (EndsWith(frame, pyperf::kMarkerSuffix)) return FrameKind::kError;
+  if (EndsWith(frame, ebpf::pyperf::kPythonSuffix)) return FrameKind::kPython;
+  if (EndsWith(frame, ebpf::pyperf::kNativeSuffix)) return FrameKind::kNative;
+  if (EndsWith(frame, ebpf::pyperf::kKernelSuffix)) return FrameKind::kKernel;
+  if (EndsWith(frame, ebpf::pyperf::kMarkerSuffix)) return FrameKind::kError;
   return FrameKind::kUnknown;
 }
 
@@ -128,6 +128,12 @@ std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::st
     if (frame.empty()) return fail("an empty frame");
   }
   return out;
+}
+
+std::optional<CollapsedLine> ParseCollapsedStack(const std::string& stack, std::string* why) {
+  std::optional<CollapsedLine> line = ParseCollapsedLine(stack + " 0", why);
+  if (line) line->text = stack;
+  return line;
 }
 
 std::optional<size_t> FirstNonUtf8Byte(const std::string& text) {
@@ -247,8 +253,8 @@ std::vector<std::string> ErrorMarkers(const CollapsedLine& line) {
 
 bool IsNativeMarker(const std::string& frame) {
   return KindOf(frame) == FrameKind::kError &&
-         (StartsWith(frame, pyperf::kNativeStackErrorOpen) ||
-          frame == MarkerFrame(pyperf::kTruncatedNativeStack));
+         (StartsWith(frame, ebpf::pyperf::kNativeStackErrorOpen) ||
+          frame == MarkerFrame(ebpf::pyperf::kTruncatedNativeStack));
 }
 
 bool IsTruncated(const CollapsedLine& line) {
@@ -354,7 +360,7 @@ std::optional<PythonFrame> ParsePythonFrameAt(const std::string& frame, size_t o
 }  // namespace
 
 std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why) {
-  const std::string suffix = ")" + std::string(pyperf::kPythonSuffix);
+  const std::string suffix = ")" + std::string(ebpf::pyperf::kPythonSuffix);
   std::string reason;
   if (!EndsWith(frame, suffix)) {
     reason = "not a Python frame (no \"" + suffix + "\" suffix)";
@@ -410,6 +416,51 @@ std::function<bool(const CollapsedLine&)> PythonStackEndsWith(std::vector<std::s
   return [functions = std::move(functions), rooted](const CollapsedLine& line) {
     return !LinesEndingWith({line}, functions, rooted).empty();
   };
+}
+
+std::string ExpectedFullName(const std::string& qualified_name, const std::string& file) {
+  const std::string module = ExpectedModuleOf(file);
+  return module.empty() ? qualified_name : module + "." + qualified_name;
+}
+
+std::string ExpectedDisplayName(const std::string& qualified_name, const std::string& file) {
+  const std::string module = ExpectedModuleOf(file);
+  return module.empty() ? qualified_name
+                        : module.substr(module.rfind('.') + 1) + "." + qualified_name;
+}
+
+std::string EscapedFrame(const TestFrame& frame, PythonNaming naming) {
+  std::string out;
+  if (frame.kind == ebpf::pyperf::FrameKind::kPython) {
+    ebpf::pyperf::AppendFrameText(naming == PythonNaming::kFullName
+                                ? ExpectedFullName(frame.name, frame.file)
+                                : ExpectedDisplayName(frame.name, frame.file),
+                            &out);
+    out += " (";
+    ebpf::pyperf::AppendFrameText(frame.file, &out);
+    out += ":" + std::to_string(frame.line) + ")";
+  } else {
+    ebpf::pyperf::AppendFrameText(frame.name, &out);
+  }
+  return out + std::string(ebpf::pyperf::FrameSuffix(frame.kind));
+}
+
+std::string EscapedStack(const TestStack& stack, PythonNaming naming) {
+  std::string out = Collapsed(TestStack(stack.comm, stack.pid, stack.tid));
+  for (const TestFrame& frame : stack.frames) out += ";" + EscapedFrame(frame, naming);
+  return out;
+}
+
+std::string DisplayViewOfFrame(const std::string& frame) {
+  if (KindOf(frame) != FrameKind::kPython) return frame;
+  std::string why;
+  std::optional<PythonFrame> python = ParsePythonFrame(frame, &why);
+  if (!python) return frame;
+  const std::string qualified = python->module.empty()
+                                    ? python->qualified_name
+                                    : python->qualified_name.substr(python->module.size() + 1);
+  return ExpectedDisplayName(qualified, python->file) + " (" + python->file + ":" +
+         std::to_string(python->line) + ")" + std::string(ebpf::pyperf::kPythonSuffix);
 }
 
 }  // namespace pyperf_test

@@ -7,7 +7,8 @@
 // marker: spelled as FrameSpelling.h says), pick the lines of a process or thread,
 // check that frames come in root->leaf order, and split a Python frame
 //   <module>.<Class.>function (<file>:<line>)_[p]
-// into its parts.
+// into its parts; and what the formats for people (flame graph, speedscope)
+// read back into, for a TestStack.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "FrameSpelling.h"
+#include "support/test_stack.h"
 
 namespace pyperf_test {
 
@@ -31,7 +33,7 @@ const char* FrameKindName(FrameKind kind);
 
 // The marker PyPerf puts first when the Python stack was cut.
 inline const std::string kTruncationMarker =
-    pyperf::SpellFrame(pyperf::FrameKind::kMarker, pyperf::kTruncatedPythonStack);
+    ebpf::pyperf::SpellFrame(ebpf::pyperf::FrameKind::kMarker, ebpf::pyperf::kTruncatedPythonStack);
 
 struct CollapsedLine {
   std::string text;  // the line as written
@@ -57,6 +59,10 @@ struct CollapsedProfile {
 
 // Parses one line; nullopt (with `why` set) if gProfiler could not read it.
 std::optional<CollapsedLine> ParseCollapsedLine(const std::string& line, std::string* why);
+// Parses a stack, a line without its count (as StackCounts keys them); the
+// count is 0.
+std::optional<CollapsedLine> ParseCollapsedStack(const std::string& stack,
+                                                 std::string* why = nullptr);
 // The offset of the first byte of `text` that is not strict UTF-8, or is NUL.
 std::optional<size_t> FirstNonUtf8Byte(const std::string& text);
 
@@ -119,6 +125,29 @@ std::string ExpectedModuleOf(const std::string& file);
 // must start with it; what follows is "Class.function" or "function".
 // Nullopt (with `why`) if the frame is not spelled that way.
 std::optional<PythonFrame> ParsePythonFrame(const std::string& frame, std::string* why = nullptr);
+
+// The names of a Python frame of `qualified_name` ("Class.function") in
+// `file`: its full name "<module>.Class.function", as the collapsed text has
+// it, and its display name "<the module's last component>.Class.function",
+// as people read it (just the qualified name if the module is empty).
+std::string ExpectedFullName(const std::string& qualified_name, const std::string& file);
+std::string ExpectedDisplayName(const std::string& qualified_name, const std::string& file);
+
+// How a format for people names Python frames.
+enum class PythonNaming { kFullName, kDisplayName };
+// A frame's text with its suffix, escaped as the collapsed text escapes it
+// (';' and line breaks are '_'), as every format shows it; a Python frame
+// "<name> (<file>:<line>)_[p]", named by `naming` (kFullName: the collapsed
+// frame itself).
+std::string EscapedFrame(const TestFrame& frame, PythonNaming naming);
+// `stack` as a format for people reads back into a stack: the collapsed
+// line's first token, then each frame's EscapedFrame.
+std::string EscapedStack(const TestStack& stack, PythonNaming naming);
+
+// A collapsed Python frame "<module>.<Class.>function (<file>:<line>)_[p]" as
+// "<display name> (<file>:<line>)_[p]"; any other frame (or one that does not
+// parse) as it is.
+std::string DisplayViewOfFrame(const std::string& frame);
 
 // The Python frames of `line`, parsed; frames that do not parse are skipped.
 std::vector<PythonFrame> PythonFramesOf(const CollapsedLine& line);

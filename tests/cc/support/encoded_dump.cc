@@ -8,32 +8,45 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "FrameSpelling.h"
+#include "ProfileEncoders.h"
 
 namespace pyperf_test {
 namespace {
 
-std::unique_ptr<pyperf::ProfileEncoder> EncoderOf(pyperf::ProfileFormat format) {
-  auto encoder = pyperf::MakeProfileEncoder(format);
+std::unique_ptr<ebpf::pyperf::ProfileEncoder> EncoderOf(ebpf::pyperf::ProfileFormat format) {
+  auto encoder = ebpf::pyperf::MakeProfileEncoder(format);
   EXPECT_EQ(encoder->format(), format);
   return encoder;
 }
 
 }  // namespace
 
-SyntheticDump::SyntheticDump(
-    DumpStacks stacks, uint64_t period_ns, std::chrono::system_clock::time_point start,
-    std::chrono::nanoseconds length,
-    const std::unordered_map<std::string, pyperf::NativeFrameOrigin>* origins)
-    : stacks_(std::move(stacks)) {
-  std::sort(stacks_.begin(), stacks_.end());
-  for (const auto& [stack, count] : stacks_) profile_.stacks.emplace_back(stack, count);
+SyntheticDump::SyntheticDump(DumpStacks stacks, uint64_t period_ns,
+                             std::chrono::system_clock::time_point start,
+                             std::chrono::nanoseconds length) {
+  // In the order of their collapsed lines, as ProfileOutput hands them over.
+  ebpf::pyperf::StackSpeller speller(dictionary_);
+  std::vector<std::pair<std::string, ebpf::pyperf::StackCount>> ordered;
+  for (const auto& [stack, count] : stacks) {
+    samples_.push_back(Intern(stack, &dictionary_));
+    ordered.emplace_back(std::string(), ebpf::pyperf::StackCount{&samples_.back(), count});
+    speller.AppendCollapsedStack(samples_.back(), &ordered.back().first);
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& entry : ordered) profile_.stacks.push_back(entry.second);
+  profile_.dictionary = &dictionary_;
   profile_.start = start;
   profile_.end = start + std::chrono::duration_cast<std::chrono::system_clock::duration>(length);
   profile_.sample_period_ns = period_ns;
-  profile_.native_origins = origins;
 }
 
-std::string EncodeDump(pyperf::ProfileFormat format, const pyperf::DumpedProfile& profile) {
+std::string EncodeDump(ebpf::pyperf::ProfileFormat format, const ebpf::pyperf::DumpedProfile& profile) {
   auto encoder = EncoderOf(format);
   char* buffer = nullptr;
   size_t size = 0;
@@ -45,7 +58,7 @@ std::string EncodeDump(pyperf::ProfileFormat format, const pyperf::DumpedProfile
   return text;
 }
 
-bool EncodeDumpToFile(pyperf::ProfileFormat format, const pyperf::DumpedProfile& profile,
+bool EncodeDumpToFile(ebpf::pyperf::ProfileFormat format, const ebpf::pyperf::DumpedProfile& profile,
                       const std::string& path) {
   auto encoder = EncoderOf(format);
   std::FILE* out = std::fopen(path.c_str(), "we");

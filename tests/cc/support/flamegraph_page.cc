@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "FrameSpelling.h"
+#include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
 
@@ -109,6 +109,10 @@ FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
       result.samples = std::strtoull(value.c_str(), nullptr, 10);
     } else if (key == "percent") {
       result.percent = std::strtod(value.c_str(), nullptr);
+    } else if (key == "label") {
+      result.label = text(value);
+    } else if (key == "tooltip") {
+      result.tooltip = text(value);
     } else if (key == "zoomed") {
       result.zoomed = value == "1";
     } else if (key == "search_matches") {
@@ -129,13 +133,20 @@ FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
 }
 
 std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth) {
-  pyperf::StackHead head;
-  std::vector<pyperf::SpelledFrame> frames;
-  if (!pyperf::ParseStackText(stack, &head, &frames)) return {};
-  std::vector<std::string> path = {std::string(head.comm) + "-" + std::to_string(head.pid),
-                                   std::to_string(head.tid)};
-  for (size_t i = 0; i < depth && i < frames.size(); ++i)
-    path.push_back(std::string(frames[i].text) + std::string(pyperf::FrameSuffix(frames[i].kind)));
+  std::optional<CollapsedLine> line = ParseCollapsedStack(stack);
+  if (!line) return {};
+  std::vector<std::string> path = {line->comm + "-" + std::to_string(line->pid),
+                                   std::to_string(line->tid)};
+  for (size_t i = 0; i < depth && i < line->frames.size(); ++i) path.push_back(line->frames[i]);
+  return path;
+}
+
+std::vector<std::string> FlameGraphNodePath(const TestStack& stack, size_t depth) {
+  const std::string thread = Collapsed(TestStack(stack.comm, stack.pid, stack.tid));
+  const size_t slash = thread.rfind('/');
+  std::vector<std::string> path = {thread.substr(0, slash), thread.substr(slash + 1)};
+  for (size_t i = 0; i < depth && i < stack.frames.size(); ++i)
+    path.push_back(EscapedFrame(stack.frames[i], PythonNaming::kFullName));
   return path;
 }
 

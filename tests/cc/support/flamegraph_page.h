@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "support/test_stack.h"
+
 namespace pyperf_test {
 
 // Why the page cannot be checked here (no node, no /usr/bin/chromium, or no
@@ -23,6 +25,11 @@ struct FlameGraphPageResult {
   // request or failed request, as "<what>: <text>".
   std::vector<std::string> console_errors;
   bool found = false;  // the node at `path` exists
+  // What that node's box shows (its label: a Python frame's display name),
+  // and the first line of its tooltip (its key: a Python frame's full name,
+  // file, line and suffix).
+  std::string label;
+  std::string tooltip;
   // As the tooltip shows them for that node: its samples (with its
   // descendants') and their percentage of all samples (3 decimals).
   uint64_t samples = 0;
@@ -32,26 +39,31 @@ struct FlameGraphPageResult {
   // the page's search status counts them: every matching node of the tree,
   // drawn or too narrow to draw.
   uint64_t search_matches = 0;
-  // The page's embedded data turned back into collapsed stacks
-  // ("<comm>-<pid>/<tid>;frame;..." -> count), unparseable stacks included
-  // verbatim.
+  // The page's embedded data turned back into stacks of node keys
+  // ("<comm>-<pid>/<tid>;key;..." -> count): for a real run the collapsed
+  // stacks, for a synthetic dump EscapedStack(stack,
+  // PythonNaming::kFullName) (collapsed.h): the collapsed stacks too.
   std::map<std::string, uint64_t> collapsed;
 };
 
 // Opens `html_path` in chromium, once, and checks:
-//  - the node at `node_path`: labels from the root's child down. A label is
+//  - the node at `node_path`: keys from the root's child down. A key is
 //    "<comm>-<pid>" for a process, "<tid>" (decimal) for a thread, and a
-//    frame's whole spelling, suffix included, as in the collapsed stack
-//    ("calltree.main_busy (/x/calltree.py:66)_[p]"); the unparseable stacks'
-//    node is "[Unparseable Stack]_[pe]". Empty = no node checked. The node is
+//    frame's text (a Python frame's full name, file and line), escaped and
+//    with its suffix, as in the collapsed stack
+//    ("calltree.main_busy (/x/calltree.py:66)_[p]"). Empty = no node
+//    checked. The node is
 //    hovered (zooming into its ancestors first if it is too narrow to draw),
 //    its tooltip read, then clicked to zoom, then the zoom reset.
 //  - `search` ("" = none) is typed into the search box.
 //  - `screenshot_png` ("" = none): a 1280x720 PNG taken with the tooltip shown.
-// The labels of the flame graph's node for the first `depth` frames of a
+
+// The keys of the flame graph's node for the first `depth` frames of a
 // collapsed stack ("<comm>-<pid>/<tid>;frame;..."), as CheckFlameGraphPage
-// takes them; empty if the stack cannot be read back.
+// takes them; empty if the stack cannot be read back (ParseCollapsedStack).
 std::vector<std::string> FlameGraphNodePath(const std::string& stack, size_t depth);
+// The same for the first `depth` frames of `stack`, whatever its names.
+std::vector<std::string> FlameGraphNodePath(const TestStack& stack, size_t depth);
 
 FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
                                          const std::vector<std::string>& node_path,

@@ -8,7 +8,7 @@
 
 namespace pyperf_test {
 
-pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& python,
+ebpf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& python,
                                                            const PythonRoot* root) {
   const char* script =
       "import sys, sysconfig\n"
@@ -22,7 +22,7 @@ pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& py
   if (root) argv.insert(argv.begin(), {"chroot", root->dir});
   auto run = RunCommand(argv);
   if (run.exit_code != 0) {
-    return pyperf::Status::Error(python + " exited with " + std::to_string(run.exit_code) + ": " +
+    return ebpf::Status::Error(python + " exited with " + std::to_string(run.exit_code) + ": " +
                                  run.err);
   }
   InterpreterHeaders info;
@@ -30,7 +30,7 @@ pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& py
   std::string defines_tag;
   if (!(in >> info.version.major >> info.version.minor >> info.version.micro) ||
       !(in >> info.include_dir >> defines_tag) || defines_tag != "defines:")
-    return pyperf::Status::Error("unexpected version output from " + python + ": " + run.out);
+    return ebpf::Status::Error("unexpected version output from " + python + ": " + run.out);
   for (std::string define; in >> define;) info.core_defines.push_back(define);
   if (root) {
     info.include_dir = root->dir + info.include_dir;
@@ -39,7 +39,7 @@ pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& py
   return info;
 }
 
-pyperf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers,
+ebpf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers,
                                                const std::string& source) {
   TempDir dir;
   std::string source_path = dir.File("probe.c"), binary = dir.File("probe");
@@ -47,7 +47,7 @@ pyperf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers
     std::fwrite(source.data(), 1, source.size(), f);
     std::fclose(f);
   } else {
-    return pyperf::Status::Error("cannot write " + source_path);
+    return ebpf::Status::Error("cannot write " + source_path);
   }
   std::vector<std::string> cc = {"cc", "-I" + headers.include_dir};
   cc.insert(cc.end(), headers.core_defines.begin(), headers.core_defines.end());
@@ -58,13 +58,13 @@ pyperf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers
   cc.insert(cc.end(), {source_path, "-o", binary});
   auto compile = RunCommand(cc);
   if (compile.exit_code != 0) {
-    return pyperf::Status::Error("probe for " + headers.version.ToString() +
+    return ebpf::Status::Error("probe for " + headers.version.ToString() +
                                  " did not compile against " + headers.include_dir + ":\n" +
                                  compile.err + "\n" + source);
   }
   auto run = RunCommand({binary});
   if (run.exit_code != 0)
-    return pyperf::Status::Error("probe exited with " + std::to_string(run.exit_code));
+    return ebpf::Status::Error("probe exited with " + std::to_string(run.exit_code));
   return run.out;
 }
 

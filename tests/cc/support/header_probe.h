@@ -14,7 +14,7 @@
 namespace pyperf_test {
 
 struct InterpreterHeaders {
-  pyperf::PythonVersion version;
+  ebpf::pyperf::PythonVersion version;
   std::string include_dir;  // INCLUDEPY, as the host sees it
   std::string sysroot;      // "" or the root whose /usr/include completes them
   // The CPython configuration macros its core was compiled with that no
@@ -26,12 +26,12 @@ struct InterpreterHeaders {
 // Asks `python` for its exact version, header directory and core macros;
 // with `root`, `python` is a path inside the root and runs chrooted there.
 // Works on 2.7.
-pyperf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& python,
+ebpf::Result<InterpreterHeaders> QueryInterpreterHeaders(const std::string& python,
                                                            const PythonRoot* root = nullptr);
 
 // Compiles `source` with the host's cc against the headers and runs it;
 // returns its stdout. The error holds the compiler's messages and the source.
-pyperf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers,
+ebpf::Result<std::string> CompileAndRunProbe(const InterpreterHeaders& headers,
                                                const std::string& source);
 
 }  // namespace pyperf_test

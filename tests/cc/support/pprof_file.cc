@@ -1,14 +1,20 @@
 // Reading pprof files back with go tool pprof: see pprof_file.h.
 #include "support/pprof_file.h"
 
+#include <gtest/gtest.h>
+#include <zlib.h>
+
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <system_error>
 
 #include "FrameSpelling.h"
 #include "PprofEncoder.h"
-#include "PythonFrameFormat.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
 #include "utf8.h"
@@ -24,7 +30,7 @@ constexpr std::string_view kTracesSeparator =
 
 std::string Sanitized(std::string_view text) {
   std::string out;
-  pyperf::AppendSanitizedUtf8(text, &out);
+  ebpf::AppendSanitizedUtf8(text, &out);
   return out;
 }
 
@@ -171,7 +177,114 @@ void ParseRaw(const std::string& raw, PprofReadback* out) {
   }
 }
 
+// `text`, all of it a decimal number.
+template <typename Number>
+bool ParseNumber(std::string_view text, Number* out) {
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, *out);
+  return error == std::errc() && stop == end && !text.empty();
+}
+
+// A Python frame's collapsed text, "module.Class.function (file:line)": the
+// file is the one whose module (as StackSpeller spells it) starts the name.
+// A file may hold " (" itself, so each one is tried.
+bool ReadPythonFrame(std::string_view text, TestStack* stack) {
+  if (text.empty() || text.back() != ')') return false;
+  ebpf::pyperf::FrameDictionary dictionary;
+  ebpf::pyperf::StackSpeller speller(dictionary);
+  for (size_t open = text.find(" ("); open != std::string_view::npos;
+       open = text.find(" (", open + 1)) {
+    const std::string_view place = text.substr(open + 2, text.size() - open - 3);
+    const size_t colon = place.rfind(':');
+    if (colon == std::string_view::npos) continue;
+    int line = 0;
+    if (!ParseNumber(place.substr(colon + 1), &line)) continue;
+    ebpf::pyperf::SampleFrame module;  // a frame without a name: "module."
+    module.kind = ebpf::pyperf::FrameKind::kPython;
+    module.file = dictionary.Intern(place.substr(0, colon));
+    const std::string_view prefix = speller.FullName(module);
+    const std::string_view name = text.substr(0, open);
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    stack->Python(std::string(name.substr(prefix.size())), std::string(place.substr(0, colon)),
+                  line);
+    return true;
+  }
+  return false;
+}
+
+// A collapsed stack, "comm-pid/tid;frame_[p];frame_[pn];...", as the frames
+// PyPerf spelled it from.
+std::optional<TestStack> ReadCollapsedStack(std::string_view text) {
+  const std::string_view head = text.substr(0, text.find(ebpf::pyperf::kFrameSeparator));
+  const size_t slash = head.rfind('/');
+  const size_t dash = head.rfind('-', slash);
+  uint32_t pid = 0, tid = 0;
+  if (slash == std::string_view::npos || dash == std::string_view::npos ||
+      !ParseNumber(head.substr(dash + 1, slash - dash - 1), &pid) ||
+      !ParseNumber(head.substr(slash + 1), &tid)) {
+    return std::nullopt;
+  }
+  TestStack stack(std::string(head.substr(0, dash)), pid, tid);
+  std::string_view rest = text.substr(head.size());
+  while (!rest.empty()) {
+    rest.remove_prefix(1);  // the separator
+    const std::string_view frame = rest.substr(0, rest.find(ebpf::pyperf::kFrameSeparator));
+    rest.remove_prefix(frame.size());
+    std::optional<ebpf::pyperf::FrameKind> kind;
+    for (ebpf::pyperf::FrameKind k : {ebpf::pyperf::FrameKind::kPython, ebpf::pyperf::FrameKind::kNative,
+                                ebpf::pyperf::FrameKind::kKernel, ebpf::pyperf::FrameKind::kMarker}) {
+      const std::string_view suffix = ebpf::pyperf::FrameSuffix(k);
+      if (frame.size() >= suffix.size() && frame.substr(frame.size() - suffix.size()) == suffix) {
+        kind = k;
+      }
+    }
+    if (!kind) return std::nullopt;
+    const std::string_view spelled = frame.substr(0, frame.rfind("_["));
+    switch (*kind) {
+      case ebpf::pyperf::FrameKind::kPython:
+        if (!ReadPythonFrame(spelled, &stack)) return std::nullopt;
+        break;
+      case ebpf::pyperf::FrameKind::kNative:
+        stack.Native(std::string(spelled));
+        break;
+      case ebpf::pyperf::FrameKind::kKernel:
+        stack.Kernel(std::string(spelled));
+        break;
+      case ebpf::pyperf::FrameKind::kMarker:
+        stack.Marker(std::string(spelled));
+        break;
+    }
+  }
+  return stack;
+}
+
+std::string Gunzip(const std::string& gz) {
+  z_stream stream{};
+  EXPECT_EQ(inflateInit2(&stream, 15 + 16), Z_OK);  // gzip only: the file must be gzip'd
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  stream.avail_in = static_cast<uInt>(gz.size());
+  std::string out;
+  char buffer[65536];
+  int status = Z_OK;
+  while (status == Z_OK) {
+    stream.next_out = reinterpret_cast<Bytef*>(buffer);
+    stream.avail_out = sizeof(buffer);
+    status = inflate(&stream, Z_NO_FLUSH);
+    out.append(buffer, sizeof(buffer) - stream.avail_out);
+  }
+  EXPECT_EQ(status, Z_STREAM_END) << "not a complete gzip stream";
+  EXPECT_EQ(stream.avail_in, 0u) << "bytes after the gzip stream";
+  inflateEnd(&stream);
+  return out;
+}
+
 }  // namespace
+
+perftools::profiles::Profile DecodePprofFile(const std::string& path) {
+  perftools::profiles::Profile profile;
+  EXPECT_TRUE(profile.ParseFromString(Gunzip(ReadFile(path)))) << path;
+  return profile;
+}
 
 PprofReadback ReadPprofWithGoTool(const std::string& path,
                                   const std::vector<std::string>& extra_args) {
@@ -214,27 +327,25 @@ PprofReadback ReadPprofWithGoTool(const std::string& path,
   return result;
 }
 
-std::string PprofViewOfCollapsedStack(std::string_view collapsed_stack) {
-  pyperf::StackHead head;
-  std::vector<pyperf::SpelledFrame> frames;
-  if (!pyperf::ParseStackText(collapsed_stack, &head, &frames)) {
-    return std::string(pyperf::kUnparseableStack);
-  }
-  std::string view =
-      Sanitized(head.comm) + "-" + std::to_string(head.pid) + "/" + std::to_string(head.tid);
-  if (frames.empty()) frames.push_back({pyperf::FrameKind::kMarker, pyperf::kNoFrames});
-  for (const pyperf::SpelledFrame& frame : frames) {
-    std::string_view name = frame.text;
-    pyperf::PythonFrameParts parts;
-    if (frame.kind == pyperf::FrameKind::kPython &&
-        pyperf::ParsePythonFrameText(frame.text, &parts)) {
-      name = parts.name;
-    }
-    if (name.empty()) name = pyperf::kPprofUnnamedFrame;
+std::string PprofViewOfStack(const TestStack& stack) {
+  ebpf::pyperf::FrameDictionary dictionary;
+  const ebpf::pyperf::Sample sample = Intern(stack, &dictionary);
+  ebpf::pyperf::StackSpeller speller(dictionary);
+  std::string view = Sanitized(speller.Text(sample.comm)) + "-" + std::to_string(sample.pid) +
+                     "/" + std::to_string(sample.tid);
+  if (sample.frames.empty()) view += ";" + std::string(ebpf::pyperf::kNoFrames);
+  for (const ebpf::pyperf::SampleFrame& frame : sample.frames) {
+    const std::string_view name = speller.DisplayName(frame);
     view += ';';
-    view += Sanitized(name);
+    view += Sanitized(name.empty() ? ebpf::pyperf::kPprofUnnamedFrame : name);
   }
   return view;
+}
+
+std::string PprofViewOfCollapsedStack(std::string_view collapsed_stack) {
+  std::optional<TestStack> stack = ReadCollapsedStack(collapsed_stack);
+  if (!stack) return "<not a collapsed stack: " + std::string(collapsed_stack) + ">";
+  return PprofViewOfStack(*stack);
 }
 
 }  // namespace pyperf_test

@@ -1,5 +1,6 @@
 // Reading PyPerf's pprof files (--format pprof) back the way a user does, with
-// `go tool pprof`, and projecting a collapsed stack to what pprof shows of it.
+// `go tool pprof`, and projecting a sample or a collapsed stack to what pprof
+// shows of it.
 //
 // go runs with HOME, GOCACHE, GOPATH and PPROF_TMPDIR in a temporary directory
 // and GOTOOLCHAIN=local, GOPROXY=off, GOFLAGS empty: it never touches the
@@ -15,6 +16,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "profile.pb.h"
+#include "support/test_stack.h"
 
 namespace pyperf_test {
 
@@ -48,18 +52,28 @@ struct PprofReadback {
   std::vector<PprofRawMapping> mappings;  // -raw's mappings
 };
 
+// The profile in the gzip'd file at `path`, as PyPerf wrote it; a test
+// failure if it is not one.
+perftools::profiles::Profile DecodePprofFile(const std::string& path);
+
 // Runs `go tool pprof` -top, -traces and -raw on the file at `path`, with
 // `extra_args` (e.g. "-tagfocus=pid=42") before the file.
 PprofReadback ReadPprofWithGoTool(const std::string& path,
                                   const std::vector<std::string>& extra_args = {});
 
-// What pprof's -traces shows of a stack text PyPerf aggregates (the stack of
-// a collapsed line, without its count), in PprofReadback::stacks' form: the
-// head, then each frame's function name: a Python frame's "module.Class.
-// function" (the whole text if ParsePythonFrameText cannot split it), any
-// other frame's text, without suffixes; "<unknown>" for an empty text; the
-// kNoFrames marker for a stack without frames. A stack ParseStackText rejects
-// is shown as kUnparseableStack (FrameSpelling.h) alone.
+// What pprof's -traces shows of a sample, in PprofReadback::stacks' form: the
+// head ("comm-pid/tid"), then each frame's function name as StackSpeller's
+// DisplayName spells it (a Python frame's "calltree.Worker.spin", any other
+// frame's text), escaped as the collapsed text escapes it (';' and line
+// breaks are '_'); "<unknown>" for an empty name; the kNoFrames marker for a
+// sample without frames. Text that is not UTF-8 as pprof files hold it
+// (U+FFFD).
+std::string PprofViewOfStack(const TestStack& stack);
+
+// The same of a stack PyPerf wrote in a collapsed file (a collapsed line
+// without its count), read as gProfiler reads it: the same view (its names
+// are escaped already). "<not a collapsed stack: ...>" for a text that is
+// not one.
 std::string PprofViewOfCollapsedStack(std::string_view collapsed_stack);
 
 }  // namespace pyperf_test

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
 
@@ -58,6 +59,22 @@ std::pair<std::string, std::string> KindAndRest(const std::string& line) {
 }
 
 }  // namespace
+
+std::map<std::string, uint64_t> SpeedscopeViewOfCollapsed(
+    const std::map<std::string, uint64_t>& stacks) {
+  std::map<std::string, uint64_t> view;
+  for (const auto& [stack, count] : stacks) {
+    std::optional<CollapsedLine> line = ParseCollapsedStack(stack);
+    if (!line) {
+      view[stack] += count;
+      continue;
+    }
+    std::string viewed = stack.substr(0, stack.find(';'));
+    for (const std::string& frame : line->frames) viewed += ";" + DisplayViewOfFrame(frame);
+    view[viewed] += count;
+  }
+  return view;
+}
 
 bool SpeedscopeReaderAvailable() { return !NodeBinary().empty(); }
 

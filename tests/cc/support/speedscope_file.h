@@ -22,13 +22,20 @@ struct SpeedscopeFileResult {
   // startValue = the weights' sum, weights exact multiples of the period,
   // strict UTF-8, at least one profile); empty = fine.
   std::vector<std::string> format_errors;
-  // The file as collapsed stacks, "<profile name>;frame;..." -> weight /
-  // period, each frame spelled as PyPerf spells it (a frame with file and line
-  // is "<name> (<file>:<line>)_[p]", any other its name).
+  // The file as stacks, "<profile name>;frame;..." -> weight / period, a
+  // frame with file and line read as "<name> (<file>:<line>)_[p]", any other
+  // as its name, names escaped as in the collapsed text: EscapedStack(stack,
+  // PythonNaming::kDisplayName) (collapsed.h), or for a real run
+  // SpeedscopeViewOfCollapsed.
   std::map<std::string, uint64_t> collapsed;
   uint64_t profiles = 0;
   std::vector<std::string> profile_names;  // in the file's order
 };
+
+// A collapsed dump (StackCounts, collapsed.h) as its speedscope file reads
+// back: each Python frame named by its display name (DisplayViewOfFrame).
+std::map<std::string, uint64_t> SpeedscopeViewOfCollapsed(
+    const std::map<std::string, uint64_t>& stacks);
 
 // Runs `node tests/js/speedscope_file.mjs path sample_period_ns` (node from
 // $PATH, else /usr/bin/node).

@@ -32,7 +32,7 @@ int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) {
 }  // namespace
 
 std::optional<std::string> BpfUnavailableReason() {
-  pyperf::Status privileges = pyperf::CheckBpfPrivileges();
+  ebpf::Status privileges = ebpf::CheckBpfPrivileges();
   if (!privileges.ok()) return privileges.message();
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return std::string("no kernel BTF at /sys/kernel/btf/vmlinux");

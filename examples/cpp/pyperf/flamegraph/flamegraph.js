@@ -4,22 +4,25 @@
 // textContent, never as HTML.
 //
 // The embedded data (FlameGraphEncoder.cc writes it):
-//   names:  [[kind, text], ...]       kind indexes KINDS below
+//   names:  [[kind, label, title?], ...]  kind indexes KINDS below; label is
+//           the box's text, title (if not the label) the frame's full text
 //   nodes:  [parent, name, self, ...] triples; node 0 is the root "all" and a
 //           parent always comes before its children
-//   unparsed: [[stack, count], ...]   stack texts PyPerf's parser rejected;
-//           their samples are under the "[Unparseable Stack]_[pe]" node
 //   start, end (ISO 8601 UTC), periodNs, totalSamples
 //
-// A node's label: "all" for the root, "<comm>-<pid>" for a process, "<tid>"
-// for a thread, and a frame's text with its kind's suffix ("f (x.py:3)_[p]").
+// A node's label (what its box shows): "all" for the root, "<comm>-<pid>" for
+// a process, "<tid>" for a thread, a Python frame's display name
+// ("demo_workload.RequestHandler.handle"), any other frame's text. Its key
+// names it among its siblings, in the tooltip, in paths and in searches: the
+// title (or label) with the kind's suffix, for a Python frame
+// "app.demo_workload.RequestHandler.handle (/app/demo_workload.py:15)_[p]".
 //
 // window.pyperfFlameGraph (for tests and the curious):
-//   totalSamples, nodeCount, label(id), kind(id), samples(id) (with
-//   descendants), self(id), parent(id), children(id), path(id) (labels below
-//   the root), findPath(labels) -> id or -1, search(term) -> {frames,
-//   samples}, zoomTo(id or labels), zoomed() -> id, collapsed() -> [[stack,
-//   count], ...] (the data turned back into collapsed stacks).
+//   totalSamples, nodeCount, label(id), key(id), kind(id), samples(id) (with
+//   descendants), self(id), parent(id), children(id), path(id) (keys below
+//   the root), findPath(keys) -> id or -1, search(term) -> {frames,
+//   samples}, zoomTo(id or keys), zoomed() -> id, collapsed() -> [[stack,
+//   count], ...] (the data turned back into stacks of keys).
 (function () {
   'use strict';
   const KINDS = ['root', 'process', 'thread', 'python', 'native', 'kernel', 'marker'];
@@ -59,11 +62,14 @@
   for (let i = count - 1; i > 0; i--) total[parent[i]] += total[i];
 
   function kind(id) { return KINDS[data.names[name[id]][0]] || 'marker'; }
-  function text(id) { return data.names[name[id]][1]; }
-  function label(id) { return text(id) + (SUFFIX[kind(id)] || ''); }
-  const labels = [];
-  for (let i = 0; i < count; i++) labels.push(label(i));
-  for (const list of children) list.sort((a, b) => (labels[a] < labels[b] ? -1 : labels[a] > labels[b] ? 1 : 0));
+  function label(id) { return data.names[name[id]][1]; }
+  function key(id) {
+    const entry = data.names[name[id]];
+    return (entry.length > 2 ? entry[2] : entry[1]) + (SUFFIX[kind(id)] || '');
+  }
+  const keys = [];
+  for (let i = 0; i < count; i++) keys.push(key(i));
+  for (const list of children) list.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : 0));
   const all = total[0];
 
   function hash(s) {
@@ -96,8 +102,8 @@
       el.style.left = x.toFixed(2) + 'px';
       el.style.width = w.toFixed(2) + 'px';
       el.style.top = depth[id] * ROW + 'px';
-      el.style.background = colour(kind(id), labels[id]);
-      if (w > 24) el.textContent = kind(id) === 'root' ? 'all' : text(id);
+      el.style.background = colour(kind(id), keys[id]);
+      if (w > 24) el.textContent = label(id);
       fragment.appendChild(el);
       if (depth[id] > maxDepth) maxDepth = depth[id];
     }
@@ -120,9 +126,10 @@
     graph.style.height = (maxDepth + 1) * ROW + 'px';
   }
 
-  let lowerLabels = null;  // made on the first search
+  let lowerKeys = null;  // made on the first search
   function search(term) {
-    if (lowerLabels === null) lowerLabels = labels.map((l) => l.toLowerCase());
+    // A key holds its label: a Python frame's display name ends its full name.
+    if (lowerKeys === null) lowerKeys = keys.map((k) => k.toLowerCase());
     matches = new Set();
     let frames = 0;
     let samples = 0;
@@ -132,7 +139,7 @@
       const stack = [[0, false]];
       while (stack.length) {
         const [id, under] = stack.pop();
-        const hit = id > 0 && lowerLabels[id].includes(needle);
+        const hit = id > 0 && lowerKeys[id].includes(needle);
         if (hit) {
           matches.add(id);
           frames++;
@@ -154,7 +161,7 @@
   function findPath(path) {
     let id = 0;
     for (const wanted of path) {
-      const next = children[id].find((c) => labels[c] === wanted);
+      const next = children[id].find((c) => keys[c] === wanted);
       if (next === undefined) return -1;
       id = next;
     }
@@ -162,7 +169,7 @@
   }
   function pathOf(id) {
     const out = [];
-    for (; id > 0; id = parent[id]) out.push(labels[id]);
+    for (; id > 0; id = parent[id]) out.push(keys[id]);
     return out.reverse();
   }
   function zoomTo(target) {
@@ -179,7 +186,6 @@
       const p = pathOf(i);
       out.push([p[0] + '/' + p.slice(1).join(';'), self[i]]);
     }
-    for (const [stack, n] of data.unparsed) out.push([stack, n]);
     return out;
   }
 
@@ -187,7 +193,7 @@
     const lines = [];
     const labelEl = document.createElement('div');
     labelEl.className = 'tt-label';
-    labelEl.textContent = labels[id];
+    labelEl.textContent = keys[id];
     const kindEl = document.createElement('div');
     kindEl.textContent = KIND_NAMES[kind(id)] || kind(id);
     const countEl = document.createElement('div');
@@ -269,7 +275,7 @@
   }
 
   window.pyperfFlameGraph = {
-    totalSamples: all, nodeCount: count, label: (id) => labels[id], kind,
+    totalSamples: all, nodeCount: count, label, key: (id) => keys[id], kind,
     samples: (id) => total[id], self: (id) => self[id], parent: (id) => parent[id],
     children: (id) => children[id].slice(), path: pathOf, findPath, search, zoomTo,
     zoomed: () => zoom, collapsed,

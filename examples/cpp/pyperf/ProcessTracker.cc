@@ -1,7 +1,6 @@
-// PyPerfProfiler's set of profiled processes: which Python processes it
-// profiles (the -p pids, or every process at each rescan), what it hands the
-// BPF program and the decoders for each, and forgetting a process that exited,
-// exec'd or whose pid now names another one.
+// ProcessTracker: see ProcessTracker.h.
+#include "ProcessTracker.h"
+
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,10 +10,9 @@
 
 #include "PyDebugOffsets.h"
 #include "PyOffsets.h"
-#include "PyPerfProfiler.h"
 #include "proc_maps.h"
 
-namespace pyperf {
+namespace ebpf::pyperf {
 namespace {
 
 std::string ExePath(pid_t pid) {
@@ -40,21 +38,26 @@ bool StartedJustNow(uint64_t start_ticks) {
 
 }  // namespace
 
-void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info, uint64_t exec_time) {
+ProcessTracker::ProcessTracker(std::vector<int> pids, PyPerfBpf* bpf, ProfilerLog* log,
+                               ForgetListener on_forget)
+    : pids_(std::move(pids)), bpf_(bpf), log_(log), on_forget_(std::move(on_forget)) {}
+
+void ProcessTracker::Track(const PythonProcessInfo& info, uint64_t exec_time,
+                           const std::string& exe) {
   auto reject = [&](const std::string& why) {
-    rejected_[{info.pid, info.start_time}] = Rejection{ExePath(info.pid), 0};
+    rejected_[{info.pid, info.start_time}] = Rejection{exe, 0};
     std::string message = "not profiling pid " + std::to_string(info.pid) + ": " + why;
     // A pid named with -p that cannot be profiled is a warning.
-    if (options_.pids.empty())
-      Log(0, message);
+    if (pids_.empty())
+      log_->Log(0, message);
     else
-      Warn(message);
+      log_->Warn(message);
   };
   if (tracked_.size() >= PYPERF_MAX_PROCESSES) {
     // Full. Not remembered as rejected: looked at again at each rescan, and
     // profiled once others have exited.
     if (!warned_process_limit_) {
-      Warn("profiling " + std::to_string(tracked_.size()) +
+      log_->Warn("profiling " + std::to_string(tracked_.size()) +
            " processes, the most PyPerf can: pid " + std::to_string(info.pid) +
            " and any more are looked at again at each rescan, and profiled once others exit");
       warned_process_limit_ = true;
@@ -114,34 +117,36 @@ void PyPerfProfiler::TrackProcess(const PythonProcessInfo& info, uint64_t exec_t
   tracked.version = info.version;
   tracked.offsets = offsets;
   tracked.offsets_source = resolved->source;
-  Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
+  log_->Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
              ", " + info.module.path + ", offsets: " + resolved->source + ")");
 }
 
-void PyPerfProfiler::ForgetProcess(pid_t pid) {
+void ProcessTracker::Forget(pid_t pid) {
   bpf_->RemoveProcess(pid);
-  python_->ForgetProcess(pid);
-  if (native_) native_->ForgetProcess(pid);
   tracked_.erase(pid);
+  on_forget_(pid);
 }
 
-void PyPerfProfiler::UpdateProcesses() {
+void ProcessTracker::Replaced(pid_t pid) {
+  Forget(pid);
+  exec_seen_.insert(pid);
+  rescan_asked_ = true;
+}
+
+size_t ProcessTracker::Rescan(const std::function<void()>& between_processes) {
   std::vector<pid_t> pids;
-  if (!options_.pids.empty()) {
-    for (int pid : options_.pids) pids.push_back(static_cast<pid_t>(pid));
+  if (!pids_.empty()) {
+    for (int pid : pids_) pids.push_back(static_cast<pid_t>(pid));
   } else {
     pids = ListProcesses();
   }
   pid_t self = getpid();
   std::set<pid_t> alive;
-  const uint64_t events_before = events_read_;
   for (pid_t pid : pids) {
     if (pid == self) continue;
-    // A rescan of a busy host (thousands of /proc reads, new interpreters'
-    // files parsed) can outlast the rings' headroom: read them between
-    // processes. It costs no system call, and no iterator is held here.
-    DrainEvents();
-    const bool first_look = !options_.pids.empty() && looked_at_.insert(pid).second;
+    // No iterator is held here: the callee may profile events.
+    between_processes();
+    const bool first_look = !pids_.empty() && looked_at_.insert(pid).second;
     auto start = ReadProcessStartTime(pid);
     if (!start.ok()) {  // gone, or not started yet
       // A -p pid missing at start is worth a warning; one that exited later is not.
@@ -150,10 +155,10 @@ void PyPerfProfiler::UpdateProcesses() {
         struct stat proc_dir;
         const bool exists = stat(("/proc/" + std::to_string(pid)).c_str(), &proc_dir) == 0;
         if (exists)
-          Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
+          log_->Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
                "); PyPerf keeps running and tries again at each rescan");
         else
-          Warn("pid " + std::to_string(pid) +
+          log_->Warn("pid " + std::to_string(pid) +
                " does not exist; PyPerf keeps running and profiles it if it appears");
       }
       continue;
@@ -163,11 +168,12 @@ void PyPerfProfiler::UpdateProcesses() {
     if (it != tracked_.end()) {
       if (it->second.start_time == *start) continue;
       // The pid now names another process: forget everything about the old one.
-      ForgetProcess(pid);
+      Forget(pid);
     }
     // exec keeps the pid and start time: a rejection holds for one executable.
+    const std::string exe = ExePath(pid);
     auto rejected = rejected_.find({pid, *start});
-    const bool looked_before = rejected != rejected_.end() && rejected->second.exe == ExePath(pid);
+    const bool looked_before = rejected != rejected_.end() && rejected->second.exe == exe;
     int retries = 0;
     if (looked_before) {
       if (rejected->second.retries == 0) continue;
@@ -178,19 +184,19 @@ void PyPerfProfiler::UpdateProcesses() {
     // Read before the process's files: an exec from here on makes its
     // samples `replaced`, whatever image the inspection saw.
     const uint64_t exec_time = bpf_->ExecTime(pid);
-    auto info = inspector_.Inspect(pid);
+    auto info = inspector_.Inspect(pid, *start, exe);
     if (!info.ok()) {
-      rejected_[{pid, *start}] = Rejection{ExePath(pid), retries};
+      rejected_[{pid, *start}] = Rejection{exe, retries};
       // Right after an exec the new image may still be loading: look again
       // at the end of the next round rather than at the next rescan.
-      if (just_exec) rescan_soon_ = true;
-      if (!options_.pids.empty() && !looked_before && !just_exec)
-        Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
+      if (just_exec) rescan_asked_ = true;
+      if (!pids_.empty() && !looked_before && !just_exec)
+        log_->Warn("not profiling pid " + std::to_string(pid) + ": " + info.error());
       else
-        Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
+        log_->Log(4, "pid " + std::to_string(pid) + " is not profiled: " + info.error());
       continue;
     }
-    TrackProcess(*info, exec_time);
+    Track(*info, exec_time, exe);
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (alive.count(it->first)) {
@@ -199,16 +205,14 @@ void PyPerfProfiler::UpdateProcesses() {
     }
     pid_t pid = it->first;
     ++it;
-    ForgetProcess(pid);
-    Log(1, "pid " + std::to_string(pid) + " exited");
+    Forget(pid);
+    log_->Log(1, "pid " + std::to_string(pid) + " exited");
   }
   for (auto it = rejected_.begin(); it != rejected_.end();)
     it = alive.count(it->first.first) ? std::next(it) : rejected_.erase(it);
   for (auto it = exec_seen_.begin(); it != exec_seen_.end();)
     it = alive.count(*it) ? std::next(it) : exec_seen_.erase(it);
-  Log(4, "rescan: " + std::to_string(alive.size()) + " processes alive, " +
-             std::to_string(tracked_.size()) + " profiled, " +
-             std::to_string(events_read_ - events_before) + " events read during it");
+  return alive.size();
 }
 
-}  // namespace pyperf
+}  // namespace ebpf::pyperf
