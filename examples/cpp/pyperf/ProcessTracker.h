@@ -46,7 +46,7 @@ class ProcessTracker {
   }
 
   // A sample showed that `pid` exec'd since it was inspected: it is forgotten
-  // now, and inspected again at the next RescanIfAsked.
+  // now, and inspected again at the next Rescan (rescan_asked() says one is due).
   void Replaced(pid_t pid);
   // Whether an exec asks for a rescan before the next periodic one.
   bool rescan_asked() const { return rescan_asked_; }
