@@ -29,18 +29,27 @@ F Hz:
                      PyPerf, which samples CPU time; -a all threads, as the
                      others). Their CPU and samples are summed.
 
-and the table gives, per profiler: its CPU time (utime + stime) per sample in
-microseconds, counted from "Ready to profile" (PyPerf) or over its whole run,
-start-up included (Austin and profiling.sampling, read from /proc/PID/stat just
-before SIGINT); that CPU as a share of one core; samples taken (PyPerf's count;
-Austin's stack lines; the counts in profiling.sampling's collapsed files) and
-lost (PyPerf's dropped events; profiling.sampling's reads that recorded no
-stack: its "Captured" count less its recorded ones); for PyPerf the wall and
-CPU time to "Ready to profile", and for profiling.sampling those of the same N
-commands run at once with -d 0 beforehand (start, attach, write an empty
-profile, exit: wall until the last ends, CPU summed); and the time from the
-stop signal to the last exit (PyPerf, profiling.sampling). Prints figures;
-never fails on timing.
+and the table gives, per profiler: its CPU time (its process CPU clock: every
+thread's run time, in ns) per sample in microseconds, counted from "Ready to
+profile" (PyPerf) or over its whole run, start-up included (Austin and
+profiling.sampling, read just before SIGINT); for PyPerf, the µs per sample its
+BPF programs take in the kernel over the same window ("kernel µs": they run in
+the sampled task's context, so that time is charged to the processes profiled,
+not to PyPerf; read with kernel.bpf_stats_enabled=1, set for PyPerf's runs
+only, see bench/bpf_stats.py; it includes the program's runs on the host's
+other CPU ticks, idle or another process's, which return at once) and the sum
+of both ("total µs"); the own CPU as a share of one core; samples taken
+(PyPerf's count; Austin's stack lines; the counts in profiling.sampling's
+collapsed files) and lost (PyPerf's dropped events; profiling.sampling's reads
+that recorded no stack: its "Captured" count less its recorded ones); for
+PyPerf the wall and CPU time to "Ready to profile", and for profiling.sampling
+those of the same N commands run at once with -d 0 beforehand (start, attach,
+write an empty profile, exit: wall until the last ends, CPU summed); and the
+time from the stop signal to the last exit (PyPerf, profiling.sampling); and
+PyPerf's RSS and PSS in MiB (/proc/PID/smaps_rollup) right after "Ready to
+profile" ("RSS rdy", "PSS rdy") and at the end, just before the stop signal
+("RSS end", "PSS end"). Columns that do not apply to a profiler show "-".
+Prints figures; never fails on timing.
 
 PyPerf samples CPU time (F per CPU-second the workload uses); Austin and
 profiling.sampling read every thread in state R each interval, so N busy
@@ -69,7 +78,8 @@ import sys
 import tempfile
 import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+import bpf_stats  # bench/ is on sys.path when a script in it runs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, ".."))
 DEFAULT_PYPERF = os.path.join(REPO, "build", "examples", "cpp", "pyperf", "PyPerf")
@@ -122,10 +132,13 @@ def stops_on_sigint():
 
 
 def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / float(CLK_TCK)
+    # To the ns: utime + stime count whole clock ticks (10 ms), as much as a
+    # short python-only run of PyPerf takes in all.
+    return bpf_stats.cpu_ns(pid) / 1e9
+
+
+def per_sample_us(seconds, samples):
+    return 1e6 * seconds / samples if samples else float("nan")
 
 
 def in_root(root, argv):
@@ -224,11 +237,15 @@ def run_pyperf(pyperf, mode, pids, seconds, frequency, record):
             raise RuntimeError("PyPerf (%s) did not print %r" % (mode, READY))
         ready_wall = time.monotonic() - started
         ready_cpu = cpu_seconds(proc.pid)
+        kernel0 = bpf_stats.prog_stats(proc.pid)
+        mem_ready = bpf_stats.memory_kib(proc.pid)
         if record == mode:
             report = perf_report(proc.pid, seconds, out_dir)
         else:
             time.sleep(seconds)
         cpu = cpu_seconds(proc.pid) - ready_cpu
+        kernel_ns = (bpf_stats.prog_stats(proc.pid) - kernel0).run_time_ns
+        mem_end = bpf_stats.memory_kib(proc.pid)
         stop = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         err = proc.stderr.read().decode("utf-8", "replace")
@@ -241,7 +258,8 @@ def run_pyperf(pyperf, mode, pids, seconds, frequency, record):
         shutil.rmtree(out_dir, ignore_errors=True)
     return {"cpu": cpu, "samples": dump_counter(err, "samples collected"),
             "lost": dump_counter(err, "lost"), "ready_wall": ready_wall, "ready_cpu": ready_cpu,
-            "exit": exit_s, "report": report}
+            "exit": exit_s, "report": report, "kernel_s": kernel_ns / 1e9,
+            "mem": mem_ready + mem_end}
 
 
 def run_austin(root, parent, seconds, frequency):
@@ -275,7 +293,7 @@ def run_austin(root, parent, seconds, frequency):
         samples = sum(1 for line in f if line.startswith(b"P"))
     shutil.rmtree(out_dir, ignore_errors=True)
     return {"cpu": cpu, "samples": float(samples), "lost": float("nan"), "ready_wall": None,
-            "ready_cpu": None, "exit": None, "report": None}
+            "ready_cpu": None, "exit": None, "report": None, "kernel_s": None, "mem": None}
 
 
 def stop_all(procs, sig, seconds):
@@ -368,7 +386,8 @@ def run_tachyon(root, python, pids, seconds, frequency):
         stop_all(procs, signal.SIGINT, 30)
         shutil.rmtree(out_dir, ignore_errors=True)
     return {"cpu": cpu, "samples": float(samples), "lost": float(captured - samples),
-            "ready_wall": ready_wall, "ready_cpu": ready_cpu, "exit": exit_s, "report": None}
+            "ready_wall": ready_wall, "ready_cpu": ready_cpu, "exit": exit_s, "report": None,
+            "kernel_s": None, "mem": None}
 
 
 def main():
@@ -428,9 +447,9 @@ def main():
             print("%s: %d at once, one per process, CPU and samples summed; "
                   "ready: the same with -d 0" % (TACHYON, args.processes))
         width = max([15] + [len(m) for m in modes])
-        print("%-*s %9s %8s %9s %7s %10s %10s %8s" % (
-            width, "profiler", "µs/sample", "% core", "samples", "lost", "ready s", "ready CPU",
-            "exit s"))
+        print("%-*s %9s %9s %8s %8s %9s %7s %10s %10s %8s %7s %7s %7s %7s" % (
+            width, "profiler", "µs/sample", "kernel µs", "total µs", "% core", "samples", "lost",
+            "ready s", "ready CPU", "exit s", "RSS rdy", "PSS rdy", "RSS end", "PSS end"))
         reports = []
         for _ in range(args.repeats):
             for mode in modes:
@@ -439,15 +458,21 @@ def main():
                 elif mode == TACHYON:
                     r = run_tachyon(root, python, pids, args.seconds, args.frequency)
                 else:
-                    r = run_pyperf(args.pyperf, mode, pids, args.seconds, args.frequency,
-                                   args.perf_record)
-                us = 1e6 * r["cpu"] / r["samples"] if r["samples"] else float("nan")
+                    with bpf_stats.stats_enabled():
+                        r = run_pyperf(args.pyperf, mode, pids, args.seconds, args.frequency,
+                                       args.perf_record)
                 opt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
-                print("%-*s %9.1f %8.2f %9d %7s %10s %10s %8s" % (
-                    width, mode, us, 100.0 * r["cpu"] / args.seconds, r["samples"],
-                    "-" if r["lost"] != r["lost"] else "%d" % r["lost"],
+                us = per_sample_us(r["cpu"], r["samples"])
+                kernel = total = "-"
+                if r["kernel_s"] is not None:
+                    kernel_us = per_sample_us(r["kernel_s"], r["samples"])
+                    kernel, total = "%.1f" % kernel_us, "%.1f" % (us + kernel_us)
+                mib = ["%.1f" % (kib / 1024.0) for kib in r["mem"]] if r["mem"] else ["-"] * 4
+                print("%-*s %9.1f %9s %8s %8.2f %9d %7s %10s %10s %8s %7s %7s %7s %7s" % (
+                    width, mode, us, kernel, total, 100.0 * r["cpu"] / args.seconds,
+                    r["samples"], "-" if r["lost"] != r["lost"] else "%d" % r["lost"],
                     opt(r["ready_wall"], "%.2f"), opt(r["ready_cpu"], "%.2f"),
-                    opt(r["exit"], "%.2f")))
+                    opt(r["exit"], "%.2f"), *mib))
                 sys.stdout.flush()
                 if r["report"]:
                     reports.append((mode, r["report"]))

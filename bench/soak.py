@@ -12,7 +12,9 @@ once a minute) and -v 2, while two workloads keep its tables moving:
                  named before, about every millisecond, with a symbols map of
                  --symbols-map-size (default 4096) so that it fills and ages
 
-Once a minute it prints PyPerf's RSS and open fds (from /proc), the samples
+Once a minute it prints PyPerf's RSS and PSS (/proc/PID/smaps_rollup; PSS
+splits each shared page among the processes that map it, so it drops while
+another PyPerf maps the same libraries) and open fds (from /proc), the samples
 and lost samples of the minute's dump, the symbols maps' fill and the tables'
 fill PyPerf logs at -v 2. At the end it compares RSS with RSS after the first
 minute and exits 1 if it grew by more than 10% (memory, not timing).
@@ -30,7 +32,8 @@ import sys
 import tempfile
 import time
 
-from startup_time import terminate  # bench/ is on sys.path when a script in it runs
+import bpf_stats  # bench/ is on sys.path when a script in it runs
+from startup_time import terminate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -41,14 +44,6 @@ def pyenv_interpreters():
     root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
     root = root or os.path.expanduser("~/.pyenv")
     return sorted(glob.glob(os.path.join(root, "versions", "*", "bin", "python")))
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def open_fds(pid):
@@ -130,8 +125,8 @@ def main():
               "new functions with a symbols map of %d; %d CPUs, load %.2f at start"
               % (args.frequency, args.minutes, args.churn_rate, len(interpreters),
                  args.symbols_map_size, os.cpu_count(), os.getloadavg()[0]))
-        header = ("min", "RSS KiB", "fds", "samples", "lost", "sym errs", "sym in map",
-                  "py_procs", "thr_states", "tracked", "rejected", "native names",
+        header = ("min", "RSS KiB", "PSS KiB", "fds", "samples", "lost", "sym errs",
+                  "sym in map", "py_procs", "thr_states", "tracked", "rejected", "native names",
                   "native KiB", "files", "proc states")
         print(" ".join("%11s" % h for h in header))
         rss = []
@@ -150,10 +145,12 @@ def main():
                 m = re.search(r"(?:: |, )%s (\d+)" % name, tables)
                 return int(m.group(1)) if m else None
             names = re.search(r"native names (\d+) \((\d+) bytes\)", tables)
-            rss.append(rss_kib(pyperf.pid))
-            row = (minute, rss[-1], open_fds(pyperf.pid), field(dump, "samples collected"),
-                   field(dump, "lost"), field(dump, "symbol errors"),
-                   field(dump, "symbols in map"), t_get("py_procs"), t_get("thread_states"),
+            rss_now, pss_now = bpf_stats.memory_kib(pyperf.pid)
+            rss.append(rss_now)
+            row = (minute, rss_now, pss_now, open_fds(pyperf.pid),
+                   field(dump, "samples collected"), field(dump, "lost"),
+                   field(dump, "symbol errors"), field(dump, "symbols in map"),
+                   t_get("py_procs"), t_get("thread_states"),
                    t_get("tracked"), t_get("rejected"),
                    int(names.group(1)) if names else None,
                    int(names.group(2)) // 1024 if names else None,

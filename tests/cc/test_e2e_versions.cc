@@ -68,6 +68,7 @@
 #include "support/python_source.h"
 #include "support/speedscope_file.h"
 #include "support/test_support.h"
+#include "support/version_targets.h"
 
 namespace pyperf_test {
 namespace {
@@ -87,49 +88,6 @@ constexpr double kMaxErrorPercent = 2.0;
 // calls or one with an error marker may differ (under 1% when measured), but
 // a thread may have as few as kMinThreadSamples, each one 1/8 of the share.
 constexpr double kExpectedStackPercent = 80.0;
-
-enum class TargetKind {
-  kHost,        // an interpreter on the host running calltree.py
-  kContainer,   // python3.X in a Debian root, as a container, running calltree.py
-  kEmbedded,    // the root's shared libpython3.X run by embedding_host, as a container
-  kDeletedLib,  // pyenv's interpreter with its libpython copied, loaded, then deleted
-  kUwsgi,       // uWSGI's python3 plugin running versions_uwsgi_app.py
-};
-
-struct Target {
-  std::string name;  // test name suffix
-  TargetKind kind;
-  // pyenv minor or interpreter path (host, deleted), root (container:
-  // EnsurePythonRoot's "SUITE" or "SUITE/PYTHON")
-  std::string spec;
-  // How the eval loop's native frame starts where the binary names no symbol
-  // for it (Debian's stripped executables: "python3.14+0x"); empty where it
-  // is _PyEval_EvalFrameDefault (PyEval_EvalFrameEx on 2.7).
-  std::string unnamed_eval_loop = "";
-};
-
-const std::vector<Target>& Targets() {
-  static const std::vector<Target> targets = {
-      {"pyenv_2_7", TargetKind::kHost, "2.7"},
-      {"pyenv_3_6", TargetKind::kHost, "3.6"},
-      {"pyenv_3_7", TargetKind::kHost, "3.7"},
-      {"pyenv_3_8", TargetKind::kHost, "3.8"},
-      {"pyenv_3_9", TargetKind::kHost, "3.9"},
-      {"pyenv_3_10", TargetKind::kHost, "3.10"},
-      {"pyenv_3_11", TargetKind::kHost, "3.11"},
-      {"pyenv_3_12", TargetKind::kHost, "3.12"},
-      {"pyenv_3_13", TargetKind::kHost, "3.13"},
-      {"debian_3_11", TargetKind::kHost, "/usr/bin/python3.11"},
-      {"trixie_3_13_container", TargetKind::kContainer, "trixie"},
-      {"sid_3_14_container", TargetKind::kContainer, "sid", "python3.14+0x"},
-      {"sid_3_14_shared_libpython", TargetKind::kEmbedded, "sid"},
-      {"sid_3_15_container", TargetKind::kContainer, "sid/python3.15", "python3.15+0x"},
-      {"sid_3_15_shared_libpython", TargetKind::kEmbedded, "sid/python3.15"},
-      {"uwsgi_debian_3_11", TargetKind::kUwsgi, "/usr/bin/uwsgi"},
-      {"pyenv_3_12_deleted_libpython", TargetKind::kDeletedLib, "3.12"},
-  };
-  return targets;
-}
 
 // --- The running targets and the two profiles ------------------------------
 
@@ -184,10 +142,6 @@ std::map<std::string, int> FirstLinesFromInterpreter(const RunningTarget& run) {
   while (in >> name >> line) lines.emplace(name, line);
   EXPECT_EQ(result.exit_code, 0) << "cannot compile " << run.script << ": " << result.err;
   return lines;
-}
-
-bool InContainer(TargetKind kind) {
-  return kind == TargetKind::kContainer || kind == TargetKind::kEmbedded;
 }
 
 bool WaitForReady(ChildProcess& child, bool in_stderr) {
@@ -765,8 +719,6 @@ Session& TheSession() {
   if (!g_session) g_session = new Session(SelectedTargets());
   return *g_session;
 }
-
-void PrintTo(const Target& t, std::ostream* os) { *os << t.name; }
 
 std::string TargetTestName(const ::testing::TestParamInfo<Target>& info) { return info.param.name; }
 

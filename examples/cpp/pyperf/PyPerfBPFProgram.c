@@ -11,7 +11,8 @@
  *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
  *                     itself up to MAX_FRAMES, then submits the event.
  * find_thread_state and walk_python_stack are in PythonStackWalkProgram.c,
- * which the loader appends to this file.
+ * and the frames' naming (code_symbol) in PythonSymbolProgram.c, which the
+ * loader appends to this file.
  * Once at start-up, on samples of PyPerf's own thread, check_kernel_offsets
  * (KernelOffsetCheckProgram.c, appended by the loader) reads the task_struct
  * offsets PyPerf may use, so user space can compare them with the kernel's.
@@ -21,7 +22,7 @@
  * where it covers them, PyDebugOffsets.cc).
  *
  * Compile-time parameters (-D): NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK,
- * SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES, FRAMES_PER_PROG,
+ * SYMBOLS_MAP_SIZE, CODE_SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES, FRAMES_PER_PROG,
  * THREADS_PER_PROG, MAX_THREAD_WALKS, PYPERF_PROBE_READ_USER.
  * Loops are bounded and left to the verifier (kernel 5.3 or later). */
 
@@ -33,6 +34,13 @@
 /* Room for a page read at any offset below USER_STACK_MASK: the verifier sees
  * the offset's bound through the mask only. */
 #define USER_STACK_STORAGE (USER_STACK_MASK + 1 + PAGE_SIZE)
+
+/* Bytes read at once from a frame and from a code object: past the last field
+ * the walker uses in every layout (2.7's f_lasti at 120; a free-threaded
+ * 3.13's co_name at 136). A field beyond them, or a block whose read failed
+ * (an object at the end of its mapping), is read on its own. */
+#define FRAME_BLOCK 128
+#define CODE_BLOCK 160
 
 /* Per-CPU scratch: the event being built and the walkers' state. */
 struct pyperf_sample_state {
@@ -52,7 +60,22 @@ struct pyperf_sample_state {
   u32 pad3;
   u64 frame_addr[MAX_FRAMES]; /* the frame behind each recorded event frame */
   struct pyperf_proc_info proc;
-  struct pyperf_symbol symbol;
+  u32 code_hits;   /* frames of this sample named from code_symbols */
+  u32 code_misses; /* and by copying their strings */
+  /* The last file object whose text this sample checked, and its print. A
+   * code object on the stack holds its file object, so for the rest of the
+   * sample that address is that object: the frames of one module check their
+   * file once. */
+  u64 checked_file;
+  u64 checked_file_print;
+  u8 text_scratch[PYPERF_FILE_LEN]; /* a string's bytes, to check a code_symbols entry */
+  /* The first bytes of the frame and the code object being walked: one read
+   * each instead of one per field (a read costs far more than its bytes). */
+  u8 frame_block[FRAME_BLOCK];
+  u8 code_block[CODE_BLOCK];
+  u32 frame_block_ok;
+  u32 code_block_ok;
+  struct pyperf_symbol_slot slot; /* the symbol being interned, and its stamp */
   struct pyperf_event event; /* its user_stack[] continues into the storage below */
   u8 user_stack_storage[USER_STACK_STORAGE];
 };
@@ -66,12 +89,15 @@ BPF_TABLE("lru_hash", u32, u64, exec_times, PYPERF_MAX_EXEC_TIMES);
 BPF_ARRAY(py_offsets, struct pyperf_offsets, PYPERF_MAX_LAYOUTS);
 BPF_TABLE("lru_hash", u32, u64, thread_states, PYPERF_MAX_THREAD_STATES);
 BPF_HASH(symbols, struct pyperf_symbol, s32, SYMBOLS_MAP_SIZE);
-BPF_HASH(symbol_by_id, s32, struct pyperf_symbol, SYMBOLS_MAP_SIZE);
-/* Per CPU: [PYPERF_SYMBOL_NEXT_ID] the count that makes ids unique,
- * [PYPERF_SYMBOL_INTERNED] symbols this CPU put into both maps. User space
+BPF_HASH(symbol_by_id, s32, struct pyperf_symbol_slot, SYMBOLS_MAP_SIZE);
+/* Per CPU: see PYPERF_SYMBOL_NEXT_ID and the slots after it. User space
  * retires symbols (deletes them from both maps) and knows how many it did,
- * so the maps' fill is the sum of the second less that. */
+ * so the maps' fill is the sum of [PYPERF_SYMBOL_INTERNED] less that. */
 BPF_PERCPU_ARRAY(symbol_counter, u64, PYPERF_SYMBOL_COUNTERS);
+/* Code objects seen before -> their symbol (PyPerfBpfShared.h). LRU: entries
+ * of code that is no longer sampled age out. */
+BPF_TABLE("lru_hash", struct pyperf_code_key, struct pyperf_code_entry, code_symbols,
+          CODE_SYMBOLS_MAP_SIZE);
 /* Scratch per CPU; a plain array indexed by CPU, since per-CPU map values
  * are limited to 32 KiB and the user stack copy may be larger. */
 BPF_ARRAY(sample_state, struct pyperf_sample_state, NUM_CPUS);
@@ -124,8 +150,45 @@ static __always_inline s32 read_s32(u64 addr) {
   return value;
 }
 
+/* A field of the object at `base`: from `block` (the object's first `cap`
+ * bytes, when `ok`) if it lies there, else read on its own. */
+static __always_inline u64 block_ptr(u8 *block, u32 ok, u32 cap, u64 base, s64 off) {
+  if (ok && off >= 0 && off <= cap - 8) return *(u64 *)(block + off);
+  return read_ptr(base + off);
+}
+static __always_inline s32 block_s32(u8 *block, u32 ok, u32 cap, u64 base, s64 off) {
+  if (ok && off >= 0 && off <= cap - 4) return *(s32 *)(block + off);
+  return read_s32(base + off);
+}
+static __always_inline u8 block_u8(u8 *block, u32 ok, u32 cap, u64 base, s64 off) {
+  if (ok && off >= 0 && off <= cap - 1) return block[off];
+  u8 value = 0;
+  read_user(&value, 1, (void *)(base + off));
+  return value;
+}
+#define FRAME_PTR(state, frame, off) \
+  block_ptr((state)->frame_block, (state)->frame_block_ok, FRAME_BLOCK, frame, off)
+#define FRAME_S32(state, frame, off) \
+  block_s32((state)->frame_block, (state)->frame_block_ok, FRAME_BLOCK, frame, off)
+#define FRAME_U8(state, frame, off) \
+  block_u8((state)->frame_block, (state)->frame_block_ok, FRAME_BLOCK, frame, off)
+#define CODE_PTR(state, code, off) \
+  block_ptr((state)->code_block, (state)->code_block_ok, CODE_BLOCK, code, off)
+#define CODE_S32(state, code, off) \
+  block_s32((state)->code_block, (state)->code_block_ok, CODE_BLOCK, code, off)
+
+static __always_inline void count_code_lookups(struct pyperf_sample_state *state) {
+  if (state->code_hits == 0 && state->code_misses == 0) return;
+  int hits_slot = PYPERF_SYMBOL_CODE_HITS, misses_slot = PYPERF_SYMBOL_CODE_MISSES;
+  u64 *hits = symbol_counter.lookup(&hits_slot);
+  if (hits) *hits += state->code_hits;
+  u64 *misses = symbol_counter.lookup(&misses_slot);
+  if (misses) *misses += state->code_misses;
+}
+
 static __always_inline void submit(struct bpf_perf_event_data *ctx, struct pyperf_sample_state *state) {
   struct pyperf_event *event = &state->event;
+  count_code_lookups(state);
   u32 len = event->user_stack_len;
   if (len > USER_STACK_BYTES) len = USER_STACK_BYTES;
   u64 size = offsetof(struct pyperf_event, user_stack) + len;
@@ -149,134 +212,6 @@ static __always_inline void continue_with(struct bpf_perf_event_data *ctx,
   progs.call(ctx, prog);
   state->event.error = PYPERF_ERROR_TAIL_CALL;
   submit(ctx, state);
-}
-
-/* PEP 393 state bits of PyASCIIObject.state in GIL and 3.13t builds, checked
- * against each interpreter's headers by tests/cc/test_py_offsets.cc. */
-#define UNICODE_KIND_SHIFT 2
-#define UNICODE_COMPACT_BIT 5
-#define UNICODE_ASCII_BIT 6
-/* More characters than any name or path: a larger length is corrupt memory. */
-#define MAX_TEXT_LENGTH (1u << 24)
-
-/* Copies the raw bytes of a Python string object (a 2.7 str or a 3.x PEP 393
- * str) into dst, at most cap bytes (a multiple of 4, so a cut falls between
- * characters), and describes them in *text. User space decodes the bytes. */
-static __always_inline void read_py_text(struct pyperf_offsets *o, u64 obj, char *dst, u32 cap,
-                                         struct pyperf_text *text) {
-  text->encoding = PYPERF_TEXT_NONE;
-  text->size = 0;
-  if (obj == 0) return;
-  text->encoding = PYPERF_TEXT_UNREADABLE;
-  u64 length = 0;
-  if (read_user(&length, sizeof(length), (void *)(obj + o->unicode_length)) != 0) return;
-  if (length > MAX_TEXT_LENGTH) return;
-  u64 data = obj + o->string_data;
-  u8 encoding = PYPERF_TEXT_UTF8;
-  u64 width = 1;
-  if (o->string_kind == PYPERF_STRING_UNICODE) {
-    u32 state = 0;
-    if (read_user(&state, sizeof(state), (void *)(obj + o->unicode_state)) != 0) return;
-    u32 kind = (state >> UNICODE_KIND_SHIFT) & 7;
-    if (kind != 1 && kind != 2 && kind != 4) return;
-    if (!((state >> UNICODE_COMPACT_BIT) & 1)) {
-      /* A legacy string: its characters are elsewhere (PyUnicodeObject.data). */
-      data = read_ptr(obj + o->compact_unicode_data);
-      if (data == 0) return;
-    } else if (!((state >> UNICODE_ASCII_BIT) & 1)) {
-      data = obj + o->compact_unicode_data;
-    }
-    encoding = kind;
-    width = kind;
-  }
-  /* 64-bit throughout: a 32-bit copy of the size would lose the bound the
-   * verifier needs on the read's length. */
-  u64 size = length * width;
-  u64 n = size;
-  if (n > cap) n = cap;
-  if (n > 0 && read_user(dst, n, (void *)data) != 0) return;
-  text->size = (u32)size;
-  text->encoding = encoding;
-}
-
-/* The class of a method: the type of a first argument named self, or the
- * first argument itself when named cls. tp_name is a C string in UTF-8. */
-static __always_inline void read_class_name(struct pyperf_offsets *o, u64 code, u64 frame,
-                                            struct pyperf_symbol *sym) {
-  s32 argcount = read_s32(code + o->code_argcount);
-  if (argcount <= 0) return;
-  u64 names = read_ptr(code + o->code_varnames);
-  if (names == 0) return;
-  u64 first = read_ptr(names + o->tuple_items);
-  char arg[8] = {};
-  struct pyperf_text arg_text = {};
-  read_py_text(o, first, arg, sizeof(arg), &arg_text);
-  /* "self" and "cls" are ASCII: one byte per character in every encoding. */
-  if (arg_text.encoding != PYPERF_TEXT_LATIN1 && arg_text.encoding != PYPERF_TEXT_UTF8) return;
-  u64 arg0 = read_ptr(frame + o->frame_localsplus) & ~(u64)o->stackref_tag_bits;
-  if (arg0 == 0) return;
-  u64 type = 0;
-  if (arg_text.size == 4 && arg[0] == 's' && arg[1] == 'e' && arg[2] == 'l' && arg[3] == 'f') {
-    type = read_ptr(arg0 + o->object_type);
-  } else if (arg_text.size == 3 && arg[0] == 'c' && arg[1] == 'l' && arg[2] == 's') {
-    type = arg0;
-  } else {
-    return;
-  }
-  u64 tp_name = read_ptr(type + o->type_name);
-  if (tp_name == 0) return;
-  sym->class_text.encoding = PYPERF_TEXT_UNREADABLE;
-  long copied = read_user_str(sym->class_name, sizeof(sym->class_name), (void *)tp_name);
-  if (copied <= 0) return;
-  sym->class_text.encoding = PYPERF_TEXT_UTF8;
-  sym->class_text.size = (u32)copied - 1;
-  if (copied == sizeof(sym->class_name)) {
-    /* The buffer is full: the name was cut unless it ends right there. The
-     * last byte copied is the terminator, so size counts one byte less than
-     * the buffer; a larger size marks the cut. */
-    char next = 0;
-    read_user(&next, 1, (void *)(tp_name + sizeof(sym->class_name) - 1));
-    if (next != 0) sym->class_text.size = sizeof(sym->class_name) + 1;
-  }
-}
-
-/* Interns the frame's code object as a symbol id; PYPERF_SYMBOL_LOST when
- * the map is full. */
-static __always_inline s32 intern_symbol(struct pyperf_sample_state *state, struct pyperf_offsets *o,
-                                         u64 code, u64 frame) {
-  struct pyperf_symbol *sym = &state->symbol;
-  __builtin_memset(sym, 0, sizeof(*sym));
-  read_py_text(o, read_ptr(code + o->code_filename), sym->file, sizeof(sym->file),
-               &sym->file_text);
-  read_py_text(o, read_ptr(code + o->code_name), sym->function, sizeof(sym->function),
-               &sym->function_text);
-  read_class_name(o, code, frame, sym);
-  sym->first_line = read_s32(code + o->code_firstlineno);
-
-  s32 *existing = symbols.lookup(sym);
-  if (existing) return *existing;
-  int next_slot = PYPERF_SYMBOL_NEXT_ID, interned_slot = PYPERF_SYMBOL_INTERNED;
-  u64 *counter = symbol_counter.lookup(&next_slot);
-  u64 *interned = symbol_counter.lookup(&interned_slot);
-  if (!counter || !interned) return PYPERF_SYMBOL_LOST;
-  /* Ids without atomics: the CPU number above a per-CPU count. */
-  s32 id = (s32)(((bpf_get_smp_processor_id() & 0x7f) << 24) | (*counter & 0xffffff));
-  *counter += 1;
-  if (symbols.insert(sym, &id) != 0) {
-    /* Another CPU interned it first, or the map is full. */
-    existing = symbols.lookup(sym);
-    return existing ? *existing : PYPERF_SYMBOL_LOST;
-  }
-  /* User space resolves ids through this map; the id is stored before the
-   * event that names it is sent. An id still held by another symbol (the
-   * count wrapped, or a host of more than 128 CPUs) is never overwritten:
-   * the new symbol gives its key back and this frame is lost, not misnamed. */
-  if (symbol_by_id.insert(&id, sym) != 0) {
-    symbols.delete(sym);
-    return PYPERF_SYMBOL_LOST;
-  }
-  *interned += 1;
-  return id;
 }
 
 /* sched_process_exec, on every exec of the host: after de_thread, so the
@@ -327,6 +262,10 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->task = task;
   state->proc = *proc;
   state->thread_walks = 0;
+  state->code_hits = 0;
+  state->code_misses = 0;
+  state->checked_file = 0;
+  state->checked_file_print = 0;
   state->walk_cursor = 0;
   state->frame = 0;
   state->fsbase = 0;

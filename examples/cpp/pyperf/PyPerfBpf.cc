@@ -13,8 +13,8 @@
 
 namespace ebpf::pyperf {
 
-// Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c, PythonStackWalkProgram.c and
-// KernelOffsetCheckProgram.c (cmake/EmbedFiles.cmake).
+// Generated from PyPerfBpfShared.h, PyPerfBPFProgram.c, PythonSymbolProgram.c,
+// PythonStackWalkProgram.c and KernelOffsetCheckProgram.c (cmake/EmbedFiles.cmake).
 const std::vector<std::pair<std::string, std::string>>& EmbeddedBpfProgram();
 
 namespace {
@@ -43,10 +43,12 @@ uint64_t NextPowerOfTwoMask(uint64_t n) {
 }  // namespace
 
 std::string PyPerfBpfProgramText() {
-  std::string header, program, python_walk, check;
+  std::string header, program, python_symbols, python_walk, check;
   for (const auto& [name, text] : EmbeddedBpfProgram()) {
     if (name == "PyPerfBpfShared.h")
       header = text;
+    else if (name == "PythonSymbolProgram.c")
+      python_symbols = text;
     else if (name == "PythonStackWalkProgram.c")
       python_walk = text;
     else if (name == "KernelOffsetCheckProgram.c")
@@ -55,10 +57,11 @@ std::string PyPerfBpfProgramText() {
       program = text;
   }
   // The shared header goes first; the program's own #include of the perf
-  // context header comes from the kernel-header shim. The Python walk and the
-  // start-up check use the program's maps and helpers, so they follow it.
-  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" + python_walk +
-         "\n" + check;
+  // context header comes from the kernel-header shim. The Python symbols, the
+  // walk that names frames with them and the start-up check use the program's
+  // maps and helpers, so they follow it, in that order.
+  return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" +
+         python_symbols + "\n" + python_walk + "\n" + check;
 }
 
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
@@ -72,6 +75,8 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
       "-DUSER_STACK_PAGES=" + std::to_string(config.user_stack_pages),
       "-DUSER_STACK_MASK=" + std::to_string(NextPowerOfTwoMask(stack_bytes)),
       "-DSYMBOLS_MAP_SIZE=" + std::to_string(config.symbols_map_size),
+      // A code object per symbol, and one per class a method runs for.
+      "-DCODE_SYMBOLS_MAP_SIZE=" + std::to_string(config.symbols_map_size),
       "-DKERNEL_STACKS_MAP_SIZE=" + std::to_string(config.kernel_stacks_map_size),
       "-DFRAMES_PER_PROG=" + std::to_string(kFramesPerProg),
       "-DTHREADS_PER_PROG=" + std::to_string(kThreadsPerProg),
@@ -239,40 +244,55 @@ void PyPerfBpf::Detach() {
 int PyPerfBpf::Poll(int timeout_ms) { return events_ ? events_->Poll(timeout_ms) : 0; }
 
 std::optional<pyperf_symbol> PyPerfBpf::LookupSymbol(int32_t id) {
-  auto table = bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id");
-  pyperf_symbol symbol;
-  if (!table.get_value(id, symbol).ok()) return std::nullopt;
-  return symbol;
+  auto table = bpf_->get_hash_table<int32_t, pyperf_symbol_slot>("symbol_by_id");
+  pyperf_symbol_slot slot;
+  if (!table.get_value(id, slot).ok()) return std::nullopt;
+  return slot.symbol;
 }
 
 bool PyPerfBpf::RetireSymbol(int32_t id) {
-  auto by_id = bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id");
+  auto by_id = bpf_->get_hash_table<int32_t, pyperf_symbol_slot>("symbol_by_id");
   auto by_key = bpf_->get_hash_table<pyperf_symbol, int32_t>("symbols");
-  pyperf_symbol key;
-  if (!by_id.get_value(id, key).ok()) return false;
+  pyperf_symbol_slot slot;
+  if (!by_id.get_value(id, slot).ok()) return false;
   // The key first: from then on the program interns the code again under a
-  // new id rather than hand out this one.
+  // new id rather than hand out this one. code_symbols entries that name the
+  // id stop being used once it leaves symbol_by_id (their stamp no longer
+  // matches), so they need no walk here.
   int32_t current = 0;
-  if (by_key.get_value(key, current).ok() && current == id) by_key.remove_value(key);
+  if (by_key.get_value(slot.symbol, current).ok() && current == id)
+    by_key.remove_value(slot.symbol);
   return by_id.remove_value(id).ok();
 }
 
-std::optional<std::vector<uint64_t>> PyPerfBpf::InternedSymbols() {
+std::optional<std::vector<uint64_t>> PyPerfBpf::SymbolCounter(uint32_t slot) {
   // Read once per round: libbcc's per-CPU table wrapper would read
   // /sys/devices/system/cpu/possible at each call (three system calls), while
   // libbpf_num_possible_cpus reads it once per process.
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return std::nullopt;
   std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
-  uint32_t key = PYPERF_SYMBOL_INTERNED;
-  if (bpf_lookup_elem(bpf_->get_table("symbol_counter").get_fd(), &key, per_cpu.data()) != 0)
+  if (bpf_lookup_elem(bpf_->get_table("symbol_counter").get_fd(), &slot, per_cpu.data()) != 0)
     return std::nullopt;
   return per_cpu;
 }
 
+std::optional<std::vector<uint64_t>> PyPerfBpf::InternedSymbols() {
+  return SymbolCounter(PYPERF_SYMBOL_INTERNED);
+}
+
+PyPerfBpf::CodeCacheCounts PyPerfBpf::CodeCache() {
+  CodeCacheCounts counts;
+  for (uint64_t n : SymbolCounter(PYPERF_SYMBOL_CODE_HITS).value_or(std::vector<uint64_t>{}))
+    counts.hits += n;
+  for (uint64_t n : SymbolCounter(PYPERF_SYMBOL_CODE_MISSES).value_or(std::vector<uint64_t>{}))
+    counts.misses += n;
+  return counts;
+}
+
 std::vector<int32_t> PyPerfBpf::SymbolIds() {
   std::vector<int32_t> ids;
-  ReadInt32Keys(bpf_->get_hash_table<int32_t, pyperf_symbol>("symbol_by_id").get_fd(), &ids);
+  ReadInt32Keys(bpf_->get_hash_table<int32_t, pyperf_symbol_slot>("symbol_by_id").get_fd(), &ids);
   return ids;
 }
 

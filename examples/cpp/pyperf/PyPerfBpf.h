@@ -99,6 +99,12 @@ class PyPerfBpf {
   bool RetireSymbol(int32_t id);
   // Each CPU's count of symbols it put into the maps.
   std::optional<std::vector<uint64_t>> InternedSymbols();
+  // Python frames named from the code object cache (code_symbols) and by
+  // copying their strings, since the start (all CPUs).
+  struct CodeCacheCounts {
+    uint64_t hits = 0, misses = 0;
+  };
+  CodeCacheCounts CodeCache();
   // Every id symbol_by_id holds (a walk of the map).
   std::vector<int32_t> SymbolIds();
   // How full the maps keyed by what keeps changing on a host are: entries
@@ -122,6 +128,8 @@ class PyPerfBpf {
   Result<size_t> StartKernelStackGeneration(uint32_t next_generation);
 
  private:
+  // Each CPU's value of one slot of symbol_counter.
+  std::optional<std::vector<uint64_t>> SymbolCounter(uint32_t slot);
   explicit PyPerfBpf(const BpfConfig& config) : config_(config) {}
   static void HandleEvent(void* cookie, void* data, int size);
   static void HandleLost(void* cookie, uint64_t lost);

@@ -149,10 +149,57 @@ struct pyperf_symbol {
   pp_s32 first_line;
 };
 
-/* The slots of the per-CPU symbol_counter array. */
+/* symbol_by_id's value: the symbol, and when it was interned (never 0). An id
+ * retired and later handed out again gets another stamp, so a code_symbols
+ * entry that remembers the id and its stamp never names the newcomer. */
+struct pyperf_symbol_slot {
+  struct pyperf_symbol symbol;
+  pp_u64 stamp;
+};
+
+/* The code object cache (code_symbols): what a frame of a code object seen
+ * before is named, found by the code object's address, so that its strings
+ * are neither copied nor hashed again. Addresses are reused when code objects
+ * are freed, and so are the addresses of their strings: an entry is used only
+ * while the code object still holds the same name and file objects with the
+ * same text (each string's own cached hash when it has one, else a
+ * fingerprint of the bytes the symbol holds) and the same first line, and
+ * while its symbol id still holds the symbol it was given for.
+ *
+ * A method's class comes from its first argument, so it takes a second entry:
+ * class_key 0 is the code object's own entry (arg_kind says where a class
+ * comes from); class_key = the class's address is the entry of the code object
+ * called on that class, checked against the class name's bytes. */
+enum pyperf_arg_kind {
+  PYPERF_ARG_NONE = 0, /* no class: the symbol is the entry's */
+  PYPERF_ARG_SELF = 1, /* the type of a first argument named self */
+  PYPERF_ARG_CLS = 2,  /* a first argument named cls */
+};
+struct pyperf_code_key {
+  pp_u64 code;
+  pp_u64 class_key;
+};
+struct pyperf_code_entry {
+  pp_u64 name;       /* co_name's address (class entries: 0) */
+  pp_u64 file;       /* co_filename's address (class entries: 0) */
+  pp_u64 name_print; /* the name's text (class entries: the class name's) */
+  pp_u64 file_print; /* the file's text */
+  pp_u64 stamp;      /* symbol_by_id's stamp of symbol_id */
+  pp_s32 symbol_id;  /* arg_kind PYPERF_ARG_NONE or a class entry: the symbol */
+  pp_s32 first_line;
+  pp_u8 arg_kind; /* enum pyperf_arg_kind (class_key 0 only) */
+  pp_u8 pad[7];
+};
+
+/* The slots of the per-CPU symbol_counter array: [NEXT_ID] the count that
+ * makes ids unique; [INTERNED] symbols this CPU put into both maps; frames
+ * named from code_symbols ([CODE_HITS]) and by copying their strings
+ * ([CODE_MISSES]). */
 #define PYPERF_SYMBOL_NEXT_ID 0
 #define PYPERF_SYMBOL_INTERNED 1
-#define PYPERF_SYMBOL_COUNTERS 2
+#define PYPERF_SYMBOL_CODE_HITS 2
+#define PYPERF_SYMBOL_CODE_MISSES 3
+#define PYPERF_SYMBOL_COUNTERS 4
 
 /* Special symbol ids. */
 #define PYPERF_SYMBOL_LOST (-1)    /* symbols map full: [Lost Symbol] */

@@ -13,6 +13,7 @@
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
 #include "btf_offsets.h"
+#include "compiler_memory.h"
 #include "scoped_priority.h"
 
 namespace ebpf::pyperf {
@@ -282,11 +283,15 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   if (log_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;
   // Delivered, but no fresh PATH for the next interval (the next dump retries).
   if (!info->warning.empty()) log_.Warn(info->warning);
-  log_.Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
-             std::to_string(options_.symbols_map_size) + ", cached " +
-             std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
-             " (never named " + std::to_string(symbols.unknown) + "), map walks " +
-             std::to_string(symbols.walks));
+  if (options_.verbosity >= 2) {
+    const PyPerfBpf::CodeCacheCounts code = bpf_->CodeCache();
+    log_.Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
+               std::to_string(options_.symbols_map_size) + ", cached " +
+               std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
+               " (never named " + std::to_string(symbols.unknown) + "), map walks " +
+               std::to_string(symbols.walks) + "; code objects: frames named from the cache " +
+               std::to_string(code.hits) + ", by their strings " + std::to_string(code.misses));
+  }
   if (options_.verbosity >= 2) LogTables();
   assembler_->counters() = SampleCounters{};
   lost_ = 0;
@@ -308,6 +313,11 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
       log_.Error(st.message());
       return 1;
     }
+    // Nothing is compiled from here on: the compiler's pages and heap go.
+    const ReleasedMemory released = ReleaseCompilerMemory();
+    log_.Log(1, "released " + std::to_string(released.compiler_text_bytes >> 20) +
+                    " MiB of the BPF compiler's code pages (" +
+                    std::to_string(released.mappings) + " mappings) and the compile's free heap");
   }
   // A SIGUSR2 before the output file existed asked for an interval that had
   // not begun: the first dump is the first one requested once ready.

@@ -129,22 +129,27 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
      * or a page swapped out) ends the walk, marked: what lies beyond it is
      * unknown, and its own fields would be zeros, not a frame. */
     u64 back = 0;
-    if (read_user(&back, sizeof(back), (void *)(frame + o->frame_back)) != 0) {
+    state->frame_block_ok = read_user(state->frame_block, FRAME_BLOCK, (void *)frame) == 0;
+    if (state->frame_block_ok && o->frame_back >= 0 && o->frame_back <= FRAME_BLOCK - 8) {
+      back = *(u64 *)(state->frame_block + o->frame_back);
+    } else if (read_user(&back, sizeof(back), (void *)(frame + o->frame_back)) != 0) {
       event->error = PYPERF_ERROR_FRAME_UNREADABLE;
       submit(ctx, state);
       return 0;
     }
-    u64 code = read_ptr(frame + o->frame_code) & ~(u64)o->stackref_tag_bits;
+    u64 code = FRAME_PTR(state, frame, o->frame_code) & ~(u64)o->stackref_tag_bits;
     int skip = 0;
     if (o->frame_owner >= 0) {
-      u8 owner = 0;
-      read_user(&owner, 1, (void *)(frame + o->frame_owner));
+      u8 owner = FRAME_U8(state, frame, o->frame_owner);
       /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python code. */
       if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) skip = 1;
     }
-    if (!skip && code && state->proc.code_type &&
-        read_ptr(code + o->object_type) != state->proc.code_type)
-      skip = 1;
+    state->code_block_ok = 0;
+    if (!skip && code) {
+      state->code_block_ok = read_user(state->code_block, CODE_BLOCK, (void *)code) == 0;
+      if (state->proc.code_type && CODE_PTR(state, code, o->object_type) != state->proc.code_type)
+        skip = 1;
+    }
     if (!skip) {
       struct pyperf_frame *f = &event->frames[n & (MAX_FRAMES - 1)];
       if (code == 0) {
@@ -152,12 +157,12 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
         f->lasti = -1;
         f->code = 0;
       } else {
-        f->symbol_id = intern_symbol(state, o, code, frame);
+        f->symbol_id = code_symbol(state, o, code, frame);
         f->code = code;
         if (o->frame_kind == PYPERF_FRAME_OBJECT) {
-          f->lasti = read_s32(frame + o->frame_lasti);
+          f->lasti = FRAME_S32(state, frame, o->frame_lasti);
         } else {
-          u64 instr = read_ptr(frame + o->frame_prev_instr);
+          u64 instr = FRAME_PTR(state, frame, o->frame_prev_instr);
           f->lasti = instr ? (s32)(instr - (code + o->code_code_adaptive)) : -1;
         }
       }

@@ -1,0 +1,182 @@
+"""Code objects freed and made again at the same addresses, for
+test_e2e_code_reuse.cc (issue 35).
+
+Generation N execs a fresh module under one fixed file name (GENERATED_FILE):
+outer_NNNNNN calls inner_NNNNNN, which spins, then calls the classmethod
+K_NNNNNN.make and the method K_NNNNNN.spin, which spin too. Every generation's
+names are as long as every other's, and N % LINE_PERIOD blank lines before its
+definitions move each co_firstlineno. Once a generation has run, every
+reference to it goes and gc.collect() frees it, so the next generation's code
+objects, name strings and class land where this one's were (CPython's
+allocators hand back the block freed last): a profiler that names a frame from
+what it read at the same address before names the wrong generation. The main
+thread's name (comm) is "gen_NNNNNN" while generation N runs, so each sample
+also says which generation it was taken in, from outside the code objects.
+
+Usage: code_reuse.py CPU_SECONDS
+Prints "lines outer=A inner=B make=C spin=D class=E period=P" (each code
+object's co_firstlineno at generation 0; generation N's are N % P more,
+checked on every generation), then "ready"; waits for SIGUSR1; runs
+generations until the process has used CPU_SECONDS of CPU time since; prints
+"done generations=G code_reused=C type_reused=T name_reused=S
+code_name_line_reused=L" (how many generations had a code object at an
+address one of an earlier generation's had; a class at an earlier class's
+address; a code object's name string at an earlier name's address; a code
+object whose address, name address and first line were all an earlier one's);
+then sleeps until killed. Python 2.7 and 3.x.
+"""
+import gc
+import os
+import signal
+import sys
+import time
+
+GENERATED_FILE = "/code_reuse/generated.py"
+LINE_PERIOD = 5
+# Iterations of each of the three spins of a generation: a few ms in all.
+SPIN_ITERATIONS = 20000
+
+# Line 1 is a statement, so the module's own first line is 1 in every version.
+HEADER = "GENERATION = %(n)d\n"
+BODY = """
+def outer_%(n)06d(iterations):
+    return inner_%(n)06d(iterations)
+
+
+def inner_%(n)06d(iterations):
+    i = 0
+    while i < iterations:
+        i += 1
+    made = K_%(n)06d.make(iterations)
+    return made.spin(iterations)
+
+
+class K_%(n)06d(object):
+    def make(cls, iterations):
+        i = 0
+        while i < iterations:
+            i += 1
+        return cls()
+    make = classmethod(make)
+
+    def spin(self, iterations):
+        i = 0
+        while i < iterations:
+            i += 1
+        return i
+"""
+
+# The code objects whose names carry the generation.
+KINDS = ("outer", "inner", "make", "spin", "class")
+
+
+def cpu_seconds_used():
+    times = os.times()
+    return times[0] + times[1]
+
+
+def code_objects(n, module_code, namespace):
+    """The generation's code objects by kind."""
+    klass = namespace["K_%06d" % n]
+    body = [c for c in module_code.co_consts if getattr(c, "co_name", None) == "K_%06d" % n]
+    return {
+        "outer": namespace["outer_%06d" % n].__code__,
+        "inner": namespace["inner_%06d" % n].__code__,
+        "make": klass.__dict__["make"].__func__.__code__,
+        "spin": klass.__dict__["spin"].__code__,
+        "class": body[0],
+    }
+
+
+def name_thread(n):
+    # /proc/self/comm is the main thread's, which runs the generations. Bytes
+    # and a binary file, so that no library Python code (a codec or locale
+    # lookup) runs: every frame of a generation's samples is of this file or
+    # the generated one.
+    comm = open("/proc/self/comm", "wb")
+    try:
+        comm.write(b"gen_%06d" % n)
+    finally:
+        comm.close()
+
+
+def run_generation(n, first_lines):
+    """Makes and runs generation n; returns what identifies its objects:
+    (code id, name id, first line) per code object, and the class's id."""
+    name_thread(n)
+    source = HEADER % {"n": n} + "\n" * (n % LINE_PERIOD) + BODY % {"n": n}
+    module_code = compile(source, GENERATED_FILE, "exec")
+    namespace = {"__name__": "generated"}
+    exec(module_code, namespace)
+    codes = code_objects(n, module_code, namespace)
+    for kind in KINDS:
+        expected = first_lines[kind] + n % LINE_PERIOD
+        if codes[kind].co_firstlineno != expected:
+            raise AssertionError("%s of generation %d starts on line %d, not %d"
+                                 % (kind, n, codes[kind].co_firstlineno, expected))
+    namespace["outer_%06d" % n](SPIN_ITERATIONS)
+    identity = [(id(c), id(c.co_name), c.co_firstlineno) for c in codes.values()]
+    class_id = id(namespace["K_%06d" % n])
+    return identity, class_id
+
+
+def generation_zero_first_lines():
+    source = HEADER % {"n": 0} + BODY % {"n": 0}
+    module_code = compile(source, GENERATED_FILE, "exec")
+    namespace = {"__name__": "generated"}
+    exec(module_code, namespace)
+    codes = code_objects(0, module_code, namespace)
+    return dict((kind, codes[kind].co_firstlineno) for kind in KINDS)
+
+
+def run_generations(cpu_seconds, first_lines):
+    code_ids, name_ids, code_name_lines, class_ids = set(), set(), set(), set()
+    counts = dict.fromkeys(["code_reused", "type_reused", "name_reused",
+                            "code_name_line_reused"], 0)
+    start = cpu_seconds_used()
+    n = 0
+    while cpu_seconds_used() - start < cpu_seconds:
+        identity, class_id = run_generation(n, first_lines)
+        gc.collect()
+        # Every earlier generation's objects are gone by now, so an id seen
+        # before is an address reused by a different object.
+        counts["code_reused"] += any(c in code_ids for c, _, _ in identity)
+        counts["name_reused"] += any(name in name_ids for _, name, _ in identity)
+        counts["code_name_line_reused"] += any(i in code_name_lines for i in identity)
+        counts["type_reused"] += class_id in class_ids
+        code_ids.update(c for c, _, _ in identity)
+        name_ids.update(name for _, name, _ in identity)
+        code_name_lines.update(identity)
+        class_ids.add(class_id)
+        n += 1
+    return n, counts
+
+
+released = []
+
+
+def release(signum, frame):
+    released.append(signum)
+
+
+def main():
+    cpu_seconds = float(sys.argv[1])
+    first_lines = generation_zero_first_lines()
+    gc.collect()
+    sys.stdout.write("lines %s period=%d\n"
+                     % (" ".join("%s=%d" % (k, first_lines[k]) for k in KINDS), LINE_PERIOD))
+    signal.signal(signal.SIGUSR1, release)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while not released:
+        time.sleep(0.02)
+    generations, counts = run_generations(cpu_seconds, first_lines)
+    sys.stdout.write("done generations=%d %s\n"
+                     % (generations, " ".join("%s=%d" % (k, counts[k]) for k in sorted(counts))))
+    sys.stdout.flush()
+    while True:
+        time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()
