@@ -1,22 +1,26 @@
 """Code objects freed and made again at the same addresses, for
 test_e2e_code_reuse.cc (issue 35).
 
-Generation N execs a fresh module under one fixed file name (GENERATED_FILE):
-outer_NNNNNN calls inner_NNNNNN, which spins, then calls the classmethod
-K_NNNNNN.make and the method K_NNNNNN.spin, which spin too. Every generation's
-names are as long as every other's, and N % LINE_PERIOD blank lines before its
-definitions move each co_firstlineno. Once a generation has run, every
-reference to it goes and gc.collect() frees it, so the next generation's code
-objects, name strings and class land where this one's were (CPython's
-allocators hand back the block freed last): a profiler that names a frame from
-what it read at the same address before names the wrong generation. The main
-thread's name (comm) is "gen_NNNNNN" while generation N runs, so each sample
-also says which generation it was taken in, from outside the code objects.
+Generation N execs a fresh module: outer_III calls inner_III, which spins,
+then calls the classmethod K_III.make and the method K_III.spin, which spin
+too, compiled under the file name generated_FFF.py, with L blank lines before
+the definitions. Each generation changes exactly one of the three from the one
+before, in turn (see identity()): its names and class (III), its file name
+(FFF), or its first lines (L), so each of them alone is what tells two
+consecutive generations apart, as a profiler's check on a reused address must.
+Every name and file name is as long as every other's. Once a generation has
+run, every reference to it goes and gc.collect() frees it, so the next
+generation's code objects, name strings and class land where this one's were
+(CPython's allocators hand back the block freed last): a profiler that names a
+frame from what it read at the same address before names the wrong
+generation. The main thread's name (comm) is "gen_NNNNNN" while generation N
+runs, so each sample also says which generation it was taken in, from outside
+the code objects.
 
 Usage: code_reuse.py CPU_SECONDS
 Prints "lines outer=A inner=B make=C spin=D class=E period=P" (each code
-object's co_firstlineno at generation 0; generation N's are N % P more,
-checked on every generation), then "ready"; waits for SIGUSR1; runs
+object's co_firstlineno at generation 0; generation N's are L more, L as
+identity() says, checked on every generation), then "ready"; waits for SIGUSR1; runs
 generations until the process has used CPU_SECONDS of CPU time since; prints
 "done generations=G code_reused=C type_reused=T name_reused=S
 code_name_line_reused=L" (how many generations had a code object at an
@@ -31,7 +35,7 @@ import signal
 import sys
 import time
 
-GENERATED_FILE = "/code_reuse/generated.py"
+GENERATED_FILE = "/code_reuse/generated_%06d.py"
 LINE_PERIOD = 5
 # Iterations of each of the three spins of a generation: a few ms in all.
 SPIN_ITERATIONS = 20000
@@ -70,13 +74,21 @@ class K_%(n)06d(object):
 KINDS = ("outer", "inner", "make", "spin", "class")
 
 
+def identity(n):
+    """Generation n's (name number, file number, blank lines): from n - 1,
+    n % 3 == 1 changes the names, n % 3 == 2 the file, n % 3 == 0 the lines
+    (test_e2e_code_reuse.cc computes the same)."""
+    k, r = n // 3, n % 3
+    return k + (r >= 1), k + (r >= 2), k % LINE_PERIOD
+
+
 def cpu_seconds_used():
     times = os.times()
     return times[0] + times[1]
 
 
 def code_objects(n, module_code, namespace):
-    """The generation's code objects by kind."""
+    """The generation's code objects by kind (n: its name number)."""
     klass = namespace["K_%06d" % n]
     body = [c for c in module_code.co_consts if getattr(c, "co_name", None) == "K_%06d" % n]
     return {
@@ -104,25 +116,29 @@ def run_generation(n, first_lines):
     """Makes and runs generation n; returns what identifies its objects:
     (code id, name id, first line) per code object, and the class's id."""
     name_thread(n)
-    source = HEADER % {"n": n} + "\n" * (n % LINE_PERIOD) + BODY % {"n": n}
-    module_code = compile(source, GENERATED_FILE, "exec")
+    names, file_number, blank_lines = identity(n)
+    source = HEADER % {"n": n} + "\n" * blank_lines + BODY % {"n": names}
+    module_code = compile(source, GENERATED_FILE % file_number, "exec")
     namespace = {"__name__": "generated"}
     exec(module_code, namespace)
-    codes = code_objects(n, module_code, namespace)
+    codes = code_objects(names, module_code, namespace)
     for kind in KINDS:
-        expected = first_lines[kind] + n % LINE_PERIOD
+        expected = first_lines[kind] + blank_lines
         if codes[kind].co_firstlineno != expected:
             raise AssertionError("%s of generation %d starts on line %d, not %d"
                                  % (kind, n, codes[kind].co_firstlineno, expected))
-    namespace["outer_%06d" % n](SPIN_ITERATIONS)
-    identity = [(id(c), id(c.co_name), c.co_firstlineno) for c in codes.values()]
-    class_id = id(namespace["K_%06d" % n])
-    return identity, class_id
+    namespace["outer_%06d" % names](SPIN_ITERATIONS)
+    objects = [(id(c), id(c.co_name), c.co_firstlineno) for c in codes.values()]
+    # What a check on a reused address sees of each code object.
+    seen = dict((kind, (id(c), id(c.co_name), id(c.co_filename), c.co_firstlineno))
+                for kind, c in codes.items())
+    class_id = id(namespace["K_%06d" % names])
+    return objects, seen, class_id
 
 
 def generation_zero_first_lines():
     source = HEADER % {"n": 0} + BODY % {"n": 0}
-    module_code = compile(source, GENERATED_FILE, "exec")
+    module_code = compile(source, GENERATED_FILE % 0, "exec")
     namespace = {"__name__": "generated"}
     exec(module_code, namespace)
     codes = code_objects(0, module_code, namespace)
@@ -132,21 +148,31 @@ def generation_zero_first_lines():
 def run_generations(cpu_seconds, first_lines):
     code_ids, name_ids, code_name_lines, class_ids = set(), set(), set(), set()
     counts = dict.fromkeys(["code_reused", "type_reused", "name_reused",
-                            "code_name_line_reused"], 0)
+                            "code_name_line_reused", "same_pointers_names_changed",
+                            "same_pointers_file_changed", "same_pointers_lines_changed"], 0)
+    changed = {1: "names", 2: "file", 0: "lines"}
     start = cpu_seconds_used()
     n = 0
+    seen_before = {}
     while cpu_seconds_used() - start < cpu_seconds:
-        identity, class_id = run_generation(n, first_lines)
+        objects, seen, class_id = run_generation(n, first_lines)
         gc.collect()
+        # A code object at the address of the generation before's of its kind,
+        # with its name and file name at their addresses too (and, where the
+        # lines did not change, its first line): only the text of what changed
+        # tells the two apart.
+        if n > 0 and any(seen[k][:3] == seen_before[k][:3] for k in seen):
+            counts["same_pointers_%s_changed" % changed[n % 3]] += 1
+        seen_before = seen
         # Every earlier generation's objects are gone by now, so an id seen
         # before is an address reused by a different object.
-        counts["code_reused"] += any(c in code_ids for c, _, _ in identity)
-        counts["name_reused"] += any(name in name_ids for _, name, _ in identity)
-        counts["code_name_line_reused"] += any(i in code_name_lines for i in identity)
+        counts["code_reused"] += any(c in code_ids for c, _, _ in objects)
+        counts["name_reused"] += any(name in name_ids for _, name, _ in objects)
+        counts["code_name_line_reused"] += any(i in code_name_lines for i in objects)
         counts["type_reused"] += class_id in class_ids
-        code_ids.update(c for c, _, _ in identity)
-        name_ids.update(name for _, name, _ in identity)
-        code_name_lines.update(identity)
+        code_ids.update(c for c, _, _ in objects)
+        name_ids.update(name for _, name, _ in objects)
+        code_name_lines.update(objects)
         class_ids.add(class_id)
         n += 1
     return n, counts
