@@ -16,10 +16,13 @@ Once a minute it prints PyPerf's RSS and PSS (/proc/PID/smaps_rollup; PSS
 splits each shared page among the processes that map it, so it drops while
 another PyPerf maps the same libraries) and open fds (from /proc), the samples
 and lost samples of the minute's dump, the symbols maps' fill and the tables'
-fill PyPerf logs at -v 2. At the end it compares RSS with RSS after the first
-minute and exits 1 if it grew by more than 10% (memory, not timing).
+fill PyPerf logs at -v 2, after a first line with RSS and PSS right after
+"Ready to profile". At the end it compares RSS with RSS after the first minute
+and exits 1 if it grew by more than 10% (memory, not timing). With --idle it
+starts neither workload: PyPerf alone on the host as it is, for what PyPerf
+holds when little happens.
 
-  bench/soak.py [--pyperf build/examples/cpp/pyperf/PyPerf] [--minutes 10]
+  bench/soak.py [--pyperf build/examples/cpp/pyperf/PyPerf] [--minutes 10] [--idle]
       [--frequency 1000] [--churn-rate 5] [--symbols-map-size 4096]
 """
 import argparse
@@ -96,6 +99,8 @@ def main():
     parser.add_argument("--frequency", type=int, default=1000)
     parser.add_argument("--churn-rate", type=int, default=5)
     parser.add_argument("--symbols-map-size", type=int, default=4096)
+    parser.add_argument("--idle", action="store_true",
+                        help="start no workload: PyPerf alone on the host as it is")
     args = parser.parse_args()
 
     interpreters = pyenv_interpreters()
@@ -116,15 +121,23 @@ def main():
         ready, seen = wait_for(log, lambda l: l == "Ready to profile", 120)
         if not ready:
             sys.exit("soak: PyPerf did not get ready:\n" + "\n".join(seen[-20:]))
-        children.append(subprocess.Popen(
-            [modern[0], os.path.join(WORKLOADS, "process_churn.py"), str(args.churn_rate), "0"]
-            + interpreters, stdout=subprocess.DEVNULL))
-        children.append(subprocess.Popen(
-            [modern[0], os.path.join(WORKLOADS, "new_functions.py")], stdout=subprocess.DEVNULL))
-        print("soak: PyPerf -F %d for %d min; %d short-lived processes/s on %d interpreters; "
-              "new functions with a symbols map of %d; %d CPUs, load %.2f at start"
-              % (args.frequency, args.minutes, args.churn_rate, len(interpreters),
-                 args.symbols_map_size, os.cpu_count(), os.getloadavg()[0]))
+        ready_rss, ready_pss = bpf_stats.memory_kib(pyperf.pid)
+        if args.idle:
+            print("soak: PyPerf -F %d for %d min on the host as it is (--idle: no workload); "
+                  "%d CPUs, load %.2f at start"
+                  % (args.frequency, args.minutes, os.cpu_count(), os.getloadavg()[0]))
+        else:
+            children.append(subprocess.Popen(
+                [modern[0], os.path.join(WORKLOADS, "process_churn.py"), str(args.churn_rate),
+                 "0"] + interpreters, stdout=subprocess.DEVNULL))
+            children.append(subprocess.Popen(
+                [modern[0], os.path.join(WORKLOADS, "new_functions.py")],
+                stdout=subprocess.DEVNULL))
+            print("soak: PyPerf -F %d for %d min; %d short-lived processes/s on %d interpreters; "
+                  "new functions with a symbols map of %d; %d CPUs, load %.2f at start"
+                  % (args.frequency, args.minutes, args.churn_rate, len(interpreters),
+                     args.symbols_map_size, os.cpu_count(), os.getloadavg()[0]))
+        print("soak: after Ready: RSS %d KiB, PSS %d KiB" % (ready_rss, ready_pss))
         header = ("min", "RSS KiB", "PSS KiB", "fds", "samples", "lost", "sym errs",
                   "sym in map", "py_procs", "thr_states", "tracked", "rejected", "native names",
                   "native KiB", "files", "proc states")

@@ -36,7 +36,8 @@ int LevelOf(const std::string& line) {
   if (starts("PyPerf: pid ") && line.size() > 7 && line.compare(line.size() - 7, 7, " exited") == 0)
     return 1;
   if (starts("PyPerf: task_struct offsets: ") || starts("PyPerf: kernel offsets ") ||
-      starts("PyPerf: symbols: in map ") || starts("PyPerf: tables: "))
+      starts("PyPerf: symbols: in map ") || starts("PyPerf: tables: ") ||
+      starts("PyPerf: released "))
     return 2;
   if (starts("PyPerf: round ")) return 3;
   if (starts("PyPerf: rescan: ")) return 4;

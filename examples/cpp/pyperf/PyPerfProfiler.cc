@@ -315,7 +315,7 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     }
     // Nothing is compiled from here on: the compiler's pages and heap go.
     const ReleasedMemory released = ReleaseCompilerMemory();
-    log_.Log(1, "released " + std::to_string(released.compiler_text_bytes >> 20) +
+    log_.Log(2, "released " + std::to_string(released.compiler_text_bytes >> 20) +
                     " MiB of the BPF compiler's code pages (" +
                     std::to_string(released.mappings) + " mappings) and the compile's free heap");
   }
