@@ -101,7 +101,7 @@ struct GenerationIdentity {
 // What the workload's "lines" line says: each kind's co_firstlineno at
 // generation 0, and how many line shifts there are.
 struct GeneratedLines {
-  std::map<std::string, int> first;  // "outer", "inner", "make", "spin", "class"
+  std::map<std::string, int> first;  // "outer", "inner", "make", "spin", "class", "subclass"
   int period = 0;
   GenerationIdentity Identity(int generation) const {
     const int k = generation / 3, r = generation % 3;
@@ -115,7 +115,9 @@ struct GeneratedLines {
 // A Python frame of a generated file: its kind and its names' number
 // ("module", the generated module's own code, has none).
 struct GeneratedFrame {
-  std::string kind;  // "module", "outer", "inner", "class", "make", "spin"
+  // "module", "outer", "inner", "class", "subclass" (their statements'
+  // bodies), "make", "spin"
+  std::string kind;
   int names = -1;
 };
 
@@ -134,11 +136,14 @@ std::optional<GeneratedFrame> ClassifyGenerated(const PythonFrame& frame) {
     for (const char* kind : {"outer", "inner"})
       if (int n = GenerationIn(frame.function, std::string(kind) + "_"); n >= 0)
         return GeneratedFrame{kind, n};
-    // The class statement's body, a code object named after the class.
+    // A class statement's body, a code object named after the class.
     if (int n = GenerationIn(frame.function, "K_"); n >= 0) return GeneratedFrame{"class", n};
+    if (int n = GenerationIn(frame.function, "L_"); n >= 0) return GeneratedFrame{"subclass", n};
     return std::nullopt;
   }
+  // make and spin run for K_III and its subclass L_III.
   int n = GenerationIn(frame.class_name, "K_");
+  if (n < 0) n = GenerationIn(frame.class_name, "L_");
   if (n >= 0 && (frame.function == "make" || frame.function == "spin"))
     return GeneratedFrame{frame.function, n};
   return std::nullopt;
@@ -157,7 +162,7 @@ int GeneratedFileNumber(const std::string& file) {
 // module (and its class statement), or calling into generation N.
 const std::set<std::vector<std::string>>& AllowedShapes() {
   static const std::set<std::vector<std::string>> shapes = {
-      {"module"},         {"module", "class"},        {"outer"},
+      {"module"},         {"module", "class"},        {"module", "subclass"},  {"outer"},
       {"outer", "inner"}, {"outer", "inner", "make"}, {"outer", "inner", "spin"},
   };
   return shapes;
@@ -336,8 +341,8 @@ void WaitUntilReady(std::vector<std::unique_ptr<Workload>>& workloads) {
     w->lines.period = figures["period"];
     figures.erase("period");
     w->lines.first = figures;
-    if (w->lines.first.size() != 5 || w->lines.period < 2) {
-      fail("no \"lines\" line with five kinds and a period");
+    if (w->lines.first.size() != 6 || w->lines.period < 2) {
+      fail("no \"lines\" line with six kinds and a period");
       continue;
     }
     if (!w->container) {

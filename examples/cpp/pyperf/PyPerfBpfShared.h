@@ -169,7 +169,9 @@ struct pyperf_symbol_slot {
  * A method's class comes from its first argument, so it takes a second entry:
  * class_key 0 is the code object's own entry (arg_kind says where a class
  * comes from); class_key = the class's address is the entry of the code object
- * called on that class, checked against the class name's bytes. */
+ * called on that class, checked against the class name's bytes and made for
+ * the code object the first entry is now (the same name, file and first line:
+ * a code object at a reused address may be called on an old class first). */
 enum pyperf_arg_kind {
   PYPERF_ARG_NONE = 0, /* no class: the symbol is the entry's */
   PYPERF_ARG_SELF = 1, /* the type of a first argument named self */
@@ -180,10 +182,11 @@ struct pyperf_code_key {
   pp_u64 class_key;
 };
 struct pyperf_code_entry {
-  pp_u64 name;       /* co_name's address (class entries: 0) */
-  pp_u64 file;       /* co_filename's address (class entries: 0) */
-  pp_u64 name_print; /* the name's text (class entries: the class name's) */
-  pp_u64 file_print; /* the file's text */
+  pp_u64 name;        /* co_name's address */
+  pp_u64 file;        /* co_filename's address */
+  pp_u64 name_print;  /* the name's text */
+  pp_u64 file_print;  /* the file's text */
+  pp_u64 class_print; /* class entries: the class name's text */
   pp_u64 stamp;      /* symbol_by_id's stamp of symbol_id */
   pp_s32 symbol_id;  /* arg_kind PYPERF_ARG_NONE or a class entry: the symbol */
   pp_s32 first_line;

@@ -278,10 +278,15 @@ static __always_inline s32 code_symbol(struct pyperf_sample_state *state, struct
       if (class_key) {
         key.class_key = class_key;
         struct pyperf_code_entry *by_class = code_symbols.lookup(&key);
-        if (by_class) {
+        /* Made for the code object the first entry is for, not one that had
+         * its address before. */
+        if (by_class && by_class->name == entry->name && by_class->file == entry->file &&
+            by_class->name_print == entry->name_print &&
+            by_class->file_print == entry->file_print &&
+            by_class->first_line == entry->first_line) {
           read_class_text(class_key, o, (char *)state->text_scratch, &text);
           if (text_print(-1, &text, state->text_scratch, PYPERF_CLASS_LEN) ==
-                  by_class->name_print &&
+                  by_class->class_print &&
               symbol_stamp(by_class->symbol_id) == by_class->stamp) {
             state->code_hits++;
             return by_class->symbol_id;
@@ -309,12 +314,11 @@ static __always_inline s32 code_symbol(struct pyperf_sample_state *state, struct
   key.class_key = 0;
   code_symbols.update(&key, &fresh);
   if (seen.arg_kind != PYPERF_ARG_NONE && seen.class_key && seen.class_print) {
-    struct pyperf_code_entry by_class = {};
-    by_class.name_print = seen.class_print;
-    by_class.symbol_id = id;
-    by_class.stamp = seen.stamp;
+    fresh.class_print = seen.class_print;
+    fresh.symbol_id = id;
+    fresh.stamp = seen.stamp;
     key.class_key = seen.class_key;
-    code_symbols.update(&key, &by_class);
+    code_symbols.update(&key, &fresh);
   }
   return id;
 }

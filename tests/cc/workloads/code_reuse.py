@@ -2,8 +2,10 @@
 test_e2e_code_reuse.cc (issue 35).
 
 Generation N execs a fresh module: outer_III calls inner_III, which spins,
-then calls the classmethod K_III.make and the method K_III.spin, which spin
-too, compiled under the file name generated_FFF.py, with L blank lines before
+then calls the classmethod make and the method spin, which spin too, first on
+the subclass L_III, then on K_III, which defines them (so one code object runs
+for two classes, the first of which may be a new one at an old one's address),
+compiled under the file name generated_FFF.py, with L blank lines before
 the definitions. Each generation changes exactly one of the three from the one
 before, in turn (see identity()): its names and class (III), its file name
 (FFF), or its first lines (L), so each of them alone is what tells two
@@ -51,6 +53,8 @@ def inner_%(n)06d(iterations):
     i = 0
     while i < iterations:
         i += 1
+    sub = L_%(n)06d.make(iterations)
+    sub.spin(iterations)
     made = K_%(n)06d.make(iterations)
     return made.spin(iterations)
 
@@ -68,10 +72,14 @@ class K_%(n)06d(object):
         while i < iterations:
             i += 1
         return i
+
+
+class L_%(n)06d(K_%(n)06d):
+    pass
 """
 
 # The code objects whose names carry the generation.
-KINDS = ("outer", "inner", "make", "spin", "class")
+KINDS = ("outer", "inner", "make", "spin", "class", "subclass")
 
 
 def identity(n):
@@ -90,13 +98,16 @@ def cpu_seconds_used():
 def code_objects(n, module_code, namespace):
     """The generation's code objects by kind (n: its name number)."""
     klass = namespace["K_%06d" % n]
-    body = [c for c in module_code.co_consts if getattr(c, "co_name", None) == "K_%06d" % n]
+
+    def body(name):
+        return [c for c in module_code.co_consts if getattr(c, "co_name", None) == name][0]
     return {
         "outer": namespace["outer_%06d" % n].__code__,
         "inner": namespace["inner_%06d" % n].__code__,
         "make": klass.__dict__["make"].__func__.__code__,
         "spin": klass.__dict__["spin"].__code__,
-        "class": body[0],
+        "class": body("K_%06d" % n),
+        "subclass": body("L_%06d" % n),
     }
 
 
