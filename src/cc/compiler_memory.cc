@@ -3,13 +3,12 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
-#include <cinttypes>
 #include <cstdio>
-#include <cstring>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "proc_maps.h"
 #include "read_file.h"
 
 namespace ebpf {
@@ -17,9 +16,7 @@ namespace {
 
 // One mapping of /proc/self/smaps, as far as the release needs it.
 struct Mapping {
-  uintptr_t start = 0, end = 0;
-  bool writable = false;
-  std::string path;
+  MemoryMapping mapping;  // its first line, as in /proc/PID/maps
   size_t rss_kib = 0;
   size_t private_kib = 0;  // Anonymous: pages copied on write (relocated, written)
   bool complete = false;   // both fields were read
@@ -31,25 +28,17 @@ bool IsCompilerLibrary(const std::string& path) {
   return base.rfind("libLLVM", 0) == 0 || base.rfind("libclang", 0) == 0;
 }
 
-std::vector<Mapping> ReadMappings(const std::string& smaps) {
+std::vector<Mapping> ReadMappings(std::string_view smaps) {
   std::vector<Mapping> mappings;
-  std::istringstream lines(smaps);
-  std::string line;
   bool has_rss = false, has_anonymous = false;
-  while (std::getline(lines, line)) {
-    uintptr_t start = 0, end = 0;
-    char perms[8] = {0};
-    int path_at = 0;
-    if (sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %*s %n", &start, &end, perms,
-               &path_at) == 3 &&
-        path_at > 0) {
+  while (!smaps.empty()) {
+    const size_t eol = smaps.find('\n');
+    const std::string line(smaps.substr(0, eol));
+    smaps.remove_prefix(eol == std::string_view::npos ? smaps.size() : eol + 1);
+    MemoryMapping header;
+    if (ParseProcMapsLine(line, &header)) {
       if (!mappings.empty()) mappings.back().complete = has_rss && has_anonymous;
-      Mapping m;
-      m.start = start;
-      m.end = end;
-      m.writable = perms[1] == 'w';
-      m.path = line.substr(static_cast<size_t>(path_at));
-      mappings.push_back(m);
+      mappings.push_back(Mapping{std::move(header)});
       has_rss = has_anonymous = false;
       continue;
     }
@@ -74,10 +63,12 @@ ReleasedMemory ReleaseCompilerMemory() {
   std::string smaps;
   if (ReadFileInto("/proc/self/smaps", &smaps) == 0) {
     for (const Mapping& m : ReadMappings(smaps)) {
-      if (!m.complete || m.writable || m.private_kib != 0 || m.rss_kib == 0 ||
-          !IsCompilerLibrary(m.path))
+      const MemoryMapping& at = m.mapping;
+      if (!m.complete || at.writable() || m.private_kib != 0 || m.rss_kib == 0 ||
+          !IsCompilerLibrary(at.path))
         continue;
-      if (madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) != 0) continue;
+      if (madvise(reinterpret_cast<void*>(at.start), at.end - at.start, MADV_DONTNEED) != 0)
+        continue;
       released.compiler_text_bytes += m.rss_kib * 1024;
       ++released.mappings;
     }

@@ -83,7 +83,16 @@ class FieldReader {
   std::string_view rest_;
 };
 
-bool ParseLine(std::string_view line, MemoryMapping* m) {
+std::string Hex(uint64_t v) {
+  char buf[17];
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v, 16);
+  (void)ec;
+  return std::string(buf, ptr);
+}
+
+}  // namespace
+
+bool ParseProcMapsLine(std::string_view line, MemoryMapping* m) {
   FieldReader r(line);
   if (!r.Hex(&m->start, '-') || !r.Hex(&m->end, ' ') || !r.Word(&m->perms) ||
       !r.Hex(&m->offset, ' ') || !r.Hex(&m->dev_major, ':') || !r.Hex(&m->dev_minor, ' ') ||
@@ -98,15 +107,6 @@ bool ParseLine(std::string_view line, MemoryMapping* m) {
   return m->end >= m->start;
 }
 
-std::string Hex(uint64_t v) {
-  char buf[17];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v, 16);
-  (void)ec;
-  return std::string(buf, ptr);
-}
-
-}  // namespace
-
 FileId MemoryMapping::file_id() const {
   return FileId{static_cast<uint64_t>(makedev(dev_major, dev_minor)), inode};
 }
@@ -120,7 +120,7 @@ Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text) {
     text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     if (line.empty()) continue;
     MemoryMapping m;
-    if (!ParseLine(line, &m)) {
+    if (!ParseProcMapsLine(line, &m)) {
       return Status::Error("malformed maps line: '" + std::string(line) + "'");
     }
     mappings.push_back(std::move(m));

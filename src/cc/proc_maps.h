@@ -45,6 +45,10 @@ struct MemoryMapping {
   }
 };
 
+// Parses one line of a maps file (or a mapping's first line in smaps) into
+// *m; false if it is not one.
+bool ParseProcMapsLine(std::string_view line, MemoryMapping* m);
+
 // Parses the text of a maps file (exposed for tests). Lines that do not parse
 // make the whole result an error naming the line.
 Result<std::vector<MemoryMapping>> ParseProcMaps(std::string_view text);
