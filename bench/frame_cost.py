@@ -70,6 +70,12 @@ Then, per binary, interpreter and pages, from the medians of the repeats:
 
   bench/frame_cost.py [--pyperf LABEL=PATH ...] [--seconds 10] [--frequency 499]
       [--depths 1,30,100] [--pages 0,2] [--pythons 3.8.18,3.12.1] [--repeats 1]
+      [--native-frames leaf[,interleaved]]
+
+--native-frames runs each binary in each mode (labels LABEL/MODE when there
+are several); interleaved runs skip --pages 0 and unwind the whole copied
+stack, so their per-frame slope includes the native frames between Python
+frames (one eval-loop call and its C callers per Python call before 3.11).
 
 --pyperf is repeatable (default: current=build/examples/cpp/pyperf/PyPerf).
 Interpreters are $(pyenv root)/versions/X/bin/python. Needs root (BPF, the
@@ -153,8 +159,8 @@ def frames_seen(collapsed, pid):
     return frames, 100.0 * n / sum(counts.values())
 
 
-def run_pyperf(pyperf, pid, pages, seconds, frequency):
-    cmd = [pyperf, "-F", str(frequency), "-p", str(pid), "--user-stacks-pages", str(pages)]
+def run_pyperf(pyperf, pid, pages, seconds, frequency, extra):
+    cmd = [pyperf, "-F", str(frequency), "-p", str(pid), "--user-stacks-pages", str(pages)] + extra
     # Collapsed stacks go to a file: they come all at once at the stop, and a
     # pipe nobody reads meanwhile could hold PyPerf up.
     with tempfile.TemporaryFile() as out:
@@ -207,15 +213,26 @@ def parse_args():
     ap.add_argument("--pages", type=int_list, default=[0, 2])
     ap.add_argument("--pythons", default="3.8.18,3.12.1")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--native-frames", default="leaf",
+                    help="comma-separated --native-frames modes, each run with every binary")
     args = ap.parse_args()
+    modes = [m for m in args.native_frames.split(",") if m]
+    if not modes or any(m not in ("leaf", "interleaved") for m in modes):
+        sys.exit("frame_cost.py: --native-frames takes leaf and/or interleaved")
     args.binaries = []  # [(label, path)]
+    args.extra = {}  # label -> PyPerf's arguments for its mode
     for spec in args.pyperf or [DEFAULT_PYPERF]:
         label, sep, path = spec.partition("=")
         if not sep or not label or not path:
             sys.exit("frame_cost.py: --pyperf wants LABEL=PATH, not %r" % spec)
         if not os.access(path, os.X_OK):
             sys.exit("frame_cost.py: no PyPerf at %s" % path)
-        args.binaries.append((label, path))
+        for mode in modes:
+            # One mode keeps the binary's label (and argument-free command
+            # line, for binaries older than the flag); several name it.
+            full = label if len(modes) == 1 else "%s/%s" % (label, mode)
+            args.binaries.append((full, path))
+            args.extra[full] = [] if mode == "leaf" else ["--native-frames", mode]
     if not args.depths or min(args.depths) < 1:
         sys.exit("frame_cost.py: a depth counts the module's frame: 1 or more")
     args.interpreters = []  # [(version, path)]
@@ -239,8 +256,10 @@ def measure(args, width):
                 try:
                     for _ in range(args.repeats):
                         for label, pyperf in args.binaries:
+                            if pages == 0 and args.extra[label]:
+                                continue  # interleaved needs a stack copy
                             r = run_pyperf(pyperf, workload.pid, pages, args.seconds,
-                                           args.frequency)
+                                           args.frequency, args.extra[label])
                             kernel = per_sample_us(r["kernel"].run_time_ns, r["samples"])
                             own = per_sample_us(r["cpu_ns"], r["samples"])
                             results[(label, version, pages, depth)].append((kernel, own))
@@ -259,7 +278,9 @@ def measure(args, width):
 
 def print_derived(args, results, width):
     def median(label, version, pages, depth):
-        runs = results[(label, version, pages, depth)]
+        runs = results.get((label, version, pages, depth))
+        if not runs:  # a configuration not run (interleaved without a stack copy)
+            return float("nan"), float("nan")
         return (statistics.median(k for k, _ in runs), statistics.median(o for _, o in runs))
 
     depths, pages = sorted(set(args.depths)), sorted(set(args.pages))
@@ -275,14 +296,19 @@ def print_derived(args, results, width):
                           % (width, label, version, p, 1e3 * slope(d0, k0, d1, k1),
                              1e3 * slope(d0, o0, d1, o1)))
     if len(pages) >= 2:
-        p0, p1, d = pages[0], pages[-1], depths[0]
-        print("\nper page of user stack, between %d and %d pages at depth %d:" % (p0, p1, d))
+        d = depths[0]
+        print("\nper page of user stack, between the fewest and most pages run at depth %d:"
+              % d)
         for version, _ in args.interpreters:
             for label, _ in args.binaries:
+                run = [p for p in pages if results.get((label, version, p, d))]
+                if len(run) < 2:
+                    continue
+                p0, p1 = run[0], run[-1]
                 k0, o0 = median(label, version, p0, d)
                 k1, o1 = median(label, version, p1, d)
-                print("  %-*s %7s: in-kernel %6.1f ns per page; own %+.2f µs per sample"
-                      % (width, label, version, 1e3 * slope(p0, k0, p1, k1), o1 - o0))
+                print("  %-*s %7s pages %d-%d: in-kernel %6.1f ns per page; own %+.2f µs per sample"
+                      % (width, label, version, p0, p1, 1e3 * slope(p0, k0, p1, k1), o1 - o0))
 
 
 def main():

@@ -19,10 +19,23 @@ bool ReadStack(const NativeSnapshot& s, uint64_t addr, uint64_t* value) {
   return true;
 }
 
+// Whether a read of 8 bytes at addr failed only because the copy ends below
+// them (not a CFA below sp, which libunwind judges).
+bool BeyondCopy(const NativeSnapshot& s, uint64_t addr) {
+  return addr >= s.sp && (addr - s.sp >= s.stack_len || s.stack_len - (addr - s.sp) < 8);
+}
+
 }  // namespace
 
 bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
-                         size_t max_depth, FrameWriter* w, NativeUnwindResult* result) {
+                         const UnwindBounds& bounds, FrameWriter* w, NativeUnwindResult* result) {
+  // A read the stack copy cannot serve: with stack_copy_only, the unwind's
+  // end (what libunwind's accessors make of it too); else libunwind's to try.
+  auto unreadable = [&](uint64_t addr) {
+    if (!bounds.stack_copy_only || !s.stack_cut || !BeyondCopy(s, addr)) return false;
+    result->copy_ended = true;
+    return true;
+  };
   // libunwind's cursor: the CFA doubles as RSP, and RBP is either a value or
   // the stack slot it was saved in (read only when a CFA needs it).
   uint64_t ip = s.ip, cfa = s.sp;
@@ -42,11 +55,13 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
     f.elf_address = name->elf_vaddr;
     f.symbolized = name->symbolized;
     f.file = m->file;
-    if (name->is_stop) {
+    f.sp = cfa;
+    f.stop_symbol = name->is_stop;
+    if (name->is_stop && !bounds.walk_past_stop_symbols) {
       result->reached_stop = true;
       return true;
     }
-    if (w->size() >= max_depth) {
+    if (w->size() >= bounds.max_depth) {
       result->truncated = true;
       return true;
     }
@@ -55,16 +70,15 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
     if (!rule.simple) return false;
     uint64_t base = cfa;
     if (rule.cfa_base == FrameRule::CfaBase::kRbp) {
-      if (!rbp_read && !ReadStack(s, rbp_slot, &rbp)) return false;
+      if (!rbp_read && !ReadStack(s, rbp_slot, &rbp)) return unreadable(rbp_slot);
       rbp_read = true;
       base = rbp;
     }
     const uint64_t next_cfa = base + static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
     uint64_t next_ip = 0;  // an undefined return address: the outermost frame
-    if (rule.return_address == FrameRule::Saved::kAtCfa &&
-        !ReadStack(s, next_cfa + static_cast<uint64_t>(int64_t{rule.return_address_offset}),
-                   &next_ip)) {
-      return false;
+    const uint64_t ra_slot = next_cfa + static_cast<uint64_t>(int64_t{rule.return_address_offset});
+    if (rule.return_address == FrameRule::Saved::kAtCfa && !ReadStack(s, ra_slot, &next_ip)) {
+      return unreadable(ra_slot);
     }
     // libunwind fails such a step with a marker frame: leave it to libunwind.
     if (next_ip == ip && next_cfa == cfa) return false;

@@ -10,7 +10,7 @@
 // the start, which fills the cache for the next identical stack. When it
 // finishes, its frames are exactly libunwind's: the same end conditions (ip 0,
 // an undefined return address, an undefined RBP: x86-64's outermost frame),
-// the same stop symbols and max_depth.
+// the same stop symbols, max_depth and end of the stack copy (UnwindBounds).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,6 @@ namespace ebpf {
 // of which was counted as a name cache hit (ProcNameCache::Probe; misses are
 // not counted) that the caller takes back before looking them up again.
 bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
-                         size_t max_depth, FrameWriter* w, NativeUnwindResult* result);
+                         const UnwindBounds& bounds, FrameWriter* w, NativeUnwindResult* result);
 
 }  // namespace ebpf

@@ -26,8 +26,8 @@ class FrameWriter {
     }
     NativeFrame& f = (*out_)[n_++];
     f.name.clear();
-    f.address = f.elf_address = 0;
-    f.symbolized = f.error = false;
+    f.address = f.elf_address = f.sp = 0;
+    f.symbolized = f.error = f.stop_symbol = false;
     return f;
   }
   // A marker frame saying what failed: `what`, or `<what> (<reason>)`. The

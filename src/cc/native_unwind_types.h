@@ -28,6 +28,11 @@ struct NativeSnapshot {
   // is dropped before unwinding. A caller that gives it must ForgetProcess a
   // pid that exits: cache_eviction then reads no /proc file for it.
   uint64_t process_key = 0;
+  // The copy stopped at its size limit and the stack goes on beyond it (else
+  // it holds the stack up to its end). With UnwindBounds::stack_copy_only, a
+  // step that needs stack beyond a cut copy ends the unwind (copy_ended);
+  // beyond a whole one, it is an unwind error.
+  bool stack_cut = false;
 };
 
 struct NativeFrame {
@@ -42,12 +47,36 @@ struct NativeFrame {
   // The mapped file the address is in (zero when unknown, e.g. anonymous
   // memory, or not looked up: the uncached path). See DescribeFile.
   FileId file;
+  // The frame's stack pointer: the sample's sp for the leaf, the CFA of the
+  // frame it called for a caller. The frame's own stack is [sp, the next
+  // (calling) frame's sp).
+  uint64_t sp = 0;
+  // The symbol is in the unwinder's stop set (the walk went on past it:
+  // NativeUnwinderOptions::walk_past_stop_symbols).
+  bool stop_symbol = false;
+};
+
+// How far one unwind goes: the part of NativeUnwinderOptions both walks
+// (cached_rule_walk.h and libunwind's) obey alike.
+struct UnwindBounds {
+  size_t max_depth = 128;
+  // Stop-set frames are marked (NativeFrame::stop_symbol) and the walk goes
+  // on, instead of ending with them.
+  bool walk_past_stop_symbols = false;
+  // Stack memory beyond the snapshot's copy is never read from the live
+  // process: a step that needs it ends the unwind (copy_ended).
+  bool stack_copy_only = false;
 };
 
 struct NativeUnwindResult {
   bool error = false;         // a marker frame was added
   bool reached_stop = false;  // the last frame is in the stop set
   bool truncated = false;     // max_depth frames were produced first
+  // The next step needed the stack beyond the snapshot's copy, which was cut
+  // (NativeSnapshot::stack_cut) and is not to be read live
+  // (UnwindBounds::stack_copy_only): the frames are exact, and the stack's
+  // outer part is not among them.
+  bool copy_ended = false;
   bool ok() const { return !error; }
 };
 

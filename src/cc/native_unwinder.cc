@@ -9,7 +9,6 @@
 
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "cached_rule_walk.h"
 #include "eh_frame_reader.h"
@@ -20,6 +19,7 @@
 #include "native_module_cache.h"
 #include "proc_name_cache.h"
 #include "process_unwind_state.h"
+#include "stop_symbols.h"
 #include "target_process.h"
 #include "unwind_accessors.h"
 
@@ -37,7 +37,7 @@ class NativeUnwinder::Impl {
       : options_(std::move(options)),
         names_(options_.name_cache_limits),
         modules_(options_.module_cache_limits),
-        stop_symbols_(options_.stop_symbols.begin(), options_.stop_symbols.end()) {}
+        stop_symbols_(options_.stop_symbols) {}
 
   NativeUnwindResult Unwind(const NativeSnapshot& snapshot, std::vector<NativeFrame>* out);
   void CacheEviction();
@@ -68,13 +68,6 @@ class NativeUnwinder::Impl {
   NativeUnwindResult Walk(const NativeSnapshot& s, ProcessUnwindState* p, unw_addr_space_t as,
                           UnwindStrategy* strategy, FrameWriter* w);
 
-  bool IsStopSymbol(std::string_view raw) const {
-    if (stop_symbols_.empty()) return false;
-    std::string name(raw);
-    if (stop_symbols_.count(name)) return true;
-    return raw.size() > 2 && raw[0] == '_' && raw[1] == 'Z' &&
-           stop_symbols_.count(DemangleSymbol(raw));
-  }
 
   // --- processes ---
   // Builds a process's state from scratch (the caller owns it): a recording
@@ -172,7 +165,7 @@ class NativeUnwinder::Impl {
     return identity;
   }
 
-  std::unordered_set<std::string> stop_symbols_;
+  StopSymbols stop_symbols_;
   std::unordered_map<pid_t, std::unique_ptr<ProcessUnwindState>> processes_;
   std::unordered_map<pid_t, std::shared_ptr<RecordedProcess>> recordings_;
   std::string maps_buffer_;
@@ -181,6 +174,9 @@ class NativeUnwinder::Impl {
   // The counters of stats(); the rest of it is filled when asked.
   NativeUnwinderStats counts_;
   uint64_t round() const { return counts_.rounds; }
+  UnwindBounds bounds() const {
+    return {options_.max_depth, options_.walk_past_stop_symbols, options_.stack_copy_only};
+  }
 
   friend class NativeUnwinder;
 };
@@ -249,7 +245,8 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
     out->rule = EhFrameReader(*module).RuleFor(*vaddr);
     out->symbolized = FormatNativeFrameName(module, path, *vaddr, dso, &out->text);
     if (out->symbolized) {
-      out->is_stop = impl_->IsStopSymbol(module->SymbolName(*module->FindSymbol(*vaddr)));
+      out->is_stop =
+          impl_->stop_symbols_.Contains(module->SymbolName(*module->FindSymbol(*vaddr)));
     }
   }
 
@@ -285,7 +282,7 @@ class NativeUnwinder::Impl::FromScratchStrategy final : public UnwindStrategy {
       f->elf_address = info.vaddr;
       f->symbolized = FormatNativeFrameName(info.module.get(), process_->paths[info.path],
                                             info.vaddr, dso, &f->name);
-      stop = impl_->IsStopSymbol(buf);
+      stop = impl_->stop_symbols_.Contains(buf);
     } else if (info.module_ok) {
       f->elf_address = info.vaddr;
       FormatNativeFrameName(nullptr, process_->paths[info.path], info.vaddr, dso, &f->name);
@@ -344,7 +341,7 @@ NativeUnwindResult NativeUnwinder::Impl::UnwindCached(const NativeSnapshot& s, F
     p->flush_unwind_cache = false;
   }
   // A stack whose every frame is cached: no libunwind at all.
-  if (WalkWithCachedRules(s, p, &names_, options_.max_depth, w, &result)) {
+  if (WalkWithCachedRules(s, p, &names_, bounds(), w, &result)) {
     ++counts_.fast_unwinds;
     return result;
   }
@@ -385,6 +382,7 @@ NativeUnwindResult NativeUnwinder::Impl::Walk(const NativeSnapshot& s, ProcessUn
   call.strategy = strategy;
   call.remote_reads = &counts_.remote_reads;
   call.file_image_is_memory = p->target->file_image_is_memory();
+  call.stack_copy_only = options_.stack_copy_only;
   unw_cursor_t cursor;
   int ret = unw_init_remote(&cursor, as, &call);
   if (ret < 0) {
@@ -399,11 +397,15 @@ NativeUnwindResult NativeUnwinder::Impl::Walk(const NativeSnapshot& s, ProcessUn
       break;
     }
     if (ip == 0) break;
+    unw_word_t sp = 0;
+    unw_get_reg(&cursor, UNW_REG_SP, &sp);
     NativeFrame& f = w->Next();
     // A return address is just past the call; ip-1 is inside the caller
     // (and inside the function even when the call was its last instruction).
     f.address = depth == 0 ? ip : ip - 1;
-    if (strategy->NameFrame(&call, &cursor, f.address, &f)) {
+    f.sp = sp;
+    f.stop_symbol = strategy->NameFrame(&call, &cursor, f.address, &f);
+    if (f.stop_symbol && !options_.walk_past_stop_symbols) {
       result.reached_stop = true;
       break;
     }
@@ -413,6 +415,10 @@ NativeUnwindResult NativeUnwinder::Impl::Walk(const NativeSnapshot& s, ProcessUn
     }
     ret = unw_step(&cursor);
     if (ret == 0) break;  // the outermost frame
+    if (ret < 0 && call.copy_ended) {
+      result.copy_ended = true;
+      break;
+    }
     if (ret < 0) {
       w->AddMarker(&result, "unw_step", unw_strerror(ret));
       break;

@@ -25,8 +25,10 @@
 // `module+0xADDR` with ADDR in the ELF file's own terms (see
 // native_frame_name.h). Names are cached by (file identity, offset), shared by
 // all processes (proc_name_cache.h). Unwinding stops after the first frame
-// whose symbol is in the caller's stop set (that frame is included), after
-// max_depth frames, or at the outermost frame.
+// whose symbol is in the caller's stop set (that frame is included; or, with
+// walk_past_stop_symbols, such frames are marked and the walk goes on), after
+// max_depth frames, at the outermost frame, or (stack_copy_only) where a step
+// needs stack memory the snapshot's copy does not hold.
 //
 // Failures never throw: they add a marker frame whose name says what failed,
 // such as `unw_init_remote (<reason>)` or `no registers`, and set the result's
@@ -67,6 +69,11 @@ struct NativeUnwinderOptions {
   // {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"}.
   std::vector<std::string> stop_symbols;
   size_t max_depth = 128;
+  // Stop-set frames are marked (NativeFrame::stop_symbol), not the end.
+  bool walk_past_stop_symbols = false;
+  // The stack is read only from the snapshot's copy, never live: a step
+  // beyond it ends the unwind (NativeUnwindResult::copy_ended).
+  bool stack_copy_only = false;
   bool cache_enabled = true;
   // `sym (/full/path)` and `/full/path+0xaddr` instead of `sym` and
   // `basename+0xaddr`.

@@ -49,6 +49,10 @@ int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, voi
       return 0;
     }
   }
+  if (call->stack_copy_only) {
+    if (s.stack_cut && addr >= s.sp) call->copy_ended = true;
+    return -UNW_EINVAL;
+  }
   ++*call->remote_reads;
   return call->process->target->ReadMemory(addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;
 }

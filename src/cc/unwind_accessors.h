@@ -55,6 +55,10 @@ struct UnwindCall {
   // process->target->file_image_is_memory(), asked once per unwind rather
   // than on every memory read.
   bool file_image_is_memory = false;
+  // UnwindBounds::stack_copy_only: no live reads; a refused read at or above
+  // sp of a cut copy (NativeSnapshot::stack_cut) sets copy_ended.
+  bool stack_copy_only = false;
+  bool copy_ended = false;
 
   // Modules libunwind is reading unwind tables from: their bytes are served
   // from the file image instead of the target's memory.

@@ -2,7 +2,8 @@
 // been unwound by libunwind, unwinding it again takes the fast path (counted
 // in NativeUnwinderStats::fast_unwinds) and gives exactly libunwind's frames,
 // on the recorded benchmark snapshots and on live fixture processes, with and
-// without stop symbols and depth limits.
+// without stop symbols (ending the walk, or marked and walked past) and depth
+// limits, and ending where a stack copy that may not be read beyond ends.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -30,6 +31,8 @@ void ExpectSameFrames(const std::vector<NativeFrame>& fast, const std::vector<Na
     EXPECT_EQ(fast[i].symbolized, slow[i].symbolized);
     EXPECT_EQ(fast[i].error, slow[i].error);
     EXPECT_TRUE(fast[i].file == slow[i].file);
+    EXPECT_EQ(fast[i].sp, slow[i].sp);
+    EXPECT_EQ(fast[i].stop_symbol, slow[i].stop_symbol);
   }
 }
 
@@ -37,6 +40,7 @@ struct Variation {
   const char* label;
   std::vector<std::string> stop_symbols;
   size_t max_depth;
+  bool walk_past_stop_symbols = false;
 };
 
 std::vector<Variation> Variations() {
@@ -44,6 +48,7 @@ std::vector<Variation> Variations() {
       {"to the outermost frame", {}, 128},
       {"stop at the eval loop", {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"}, 128},
       {"stop in the middle", {"pyperf_fixture_middle"}, 128},
+      {"mark the middle and walk past it", {"pyperf_fixture_middle"}, 128, true},
       {"max depth 3", {}, 3},
   };
 }
@@ -57,6 +62,7 @@ void ExpectFastPathMatchesLibunwind(const NativeSnapshot& snapshot,
     NativeUnwinderOptions options;
     options.stop_symbols = v.stop_symbols;
     options.max_depth = v.max_depth;
+    options.walk_past_stop_symbols = v.walk_past_stop_symbols;
     NativeUnwinder unwinder(options);
     add_process(&unwinder);
     std::vector<NativeFrame> slow, fast, uncached;
@@ -123,6 +129,47 @@ TEST_F(CachedRuleWalkTest, StackCopyTooShortFallsBackToLibunwind) {
   EXPECT_EQ(stats.fast_unwinds, 0u);
   EXPECT_EQ(stats.fast_unwinds_abandoned, 2u);
   EXPECT_EQ(Names(frames), Names(warm));
+}
+
+// With stack_copy_only, a copy cut short ends the unwind where it ends
+// (copy_ended), on libunwind's path and on the fast path alike, and nothing is
+// read from the live process; a copy that is not cut (the stack's whole) and
+// ends before the outermost frame is an unwind error instead.
+TEST_F(CachedRuleWalkTest, ACopyOnlyUnwindEndsWhereTheCutCopyEndsOnBothPaths) {
+  auto run = Start("full", 3);
+  ASSERT_TRUE(run);
+  NativeSnapshot full = run->snapshot.View();
+  std::vector<NativeFrame> whole, slow, fast, uncut;
+  NativeUnwinder reference;
+  reference.Unwind(full, &whole);
+  ASSERT_GE(whole.size(), 4u) << Join(Names(whole));
+  // The copy holds the leaf's frame and its caller's return address, not
+  // the whole stack.
+  NativeSnapshot cut = full;
+  cut.stack_len = static_cast<size_t>(whole[2].sp - full.sp);
+  cut.stack_cut = true;
+  NativeUnwinderOptions options;
+  options.stack_copy_only = true;
+  NativeUnwinder unwinder(options);
+  NativeUnwindResult slow_result = unwinder.Unwind(cut, &slow);
+  NativeUnwindResult fast_result = unwinder.Unwind(cut, &fast);
+  NativeUnwinderStats stats = unwinder.stats();
+  EXPECT_EQ(stats.fast_unwinds, 1u);
+  EXPECT_EQ(stats.remote_reads, 0u);
+  EXPECT_TRUE(slow_result.copy_ended);
+  EXPECT_FALSE(slow_result.error) << Join(Names(slow));
+  EXPECT_TRUE(fast_result.copy_ended);
+  EXPECT_FALSE(fast_result.error);
+  ExpectSameFrames(fast, slow);
+  ASSERT_GE(slow.size(), 2u);
+  ASSERT_LT(slow.size(), whole.size());
+  for (size_t i = 0; i < slow.size(); ++i) EXPECT_EQ(slow[i].name, whole[i].name);
+
+  cut.stack_cut = false;
+  NativeUnwindResult uncut_result = unwinder.Unwind(cut, &uncut);
+  EXPECT_FALSE(uncut_result.copy_ended);
+  EXPECT_TRUE(uncut_result.error) << Join(Names(uncut));
+  EXPECT_EQ(unwinder.stats().remote_reads, 0u);
 }
 
 }  // namespace

@@ -498,6 +498,7 @@ TEST(ParseDebugOffsets, APatchReleaseThatMovesAFieldIsFollowed) {
   EXPECT_EQ(merged->compact_unicode_data, table->compact_unicode_data);
   EXPECT_EQ(merged->frame_owner_shim, table->frame_owner_shim);
   EXPECT_EQ(merged->stackref_tag_bits, table->stackref_tag_bits);
+  EXPECT_EQ(merged->frame_is_entry, table->frame_is_entry);
 }
 
 // 3.15 publishes sizeof(PyCompactUnicodeObject): a process whose strings grew

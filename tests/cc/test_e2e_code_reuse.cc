@@ -43,7 +43,7 @@
 #include "support/e2e.h"
 #include "support/python_roots.h"
 #include "support/test_support.h"
-#include "support/version_targets.h"
+#include "support/version_workloads.h"
 
 namespace pyperf_test {
 namespace {
@@ -248,152 +248,33 @@ SampleVerdict CheckSample(const CollapsedLine& line, const std::string& driver_f
   return verdict;
 }
 
-// One interpreter running code_reuse.py.
-struct Workload {
-  std::string name;
-  std::string unavailable;  // why it cannot run here; "" when it runs
-  // Declared before the process so the process dies first.
-  std::unique_ptr<RootTempDir> root_dir;
-  std::unique_ptr<ChildProcess> process;
-  bool container = false;
-  pid_t pid = 0;       // the interpreter's host pid
-  std::string script;  // the workload's path as the process sees it
-  GeneratedLines lines;
-  std::map<std::string, int> done;  // the "done" line's figures
-};
-
-// Starts code_reuse.py on the interpreter of a host or container target.
-void StartCodeReuse(const Target& target, Workload* w) {
-  w->name = target.name;
-  if (target.kind == TargetKind::kHost) {
-    auto python = FindInterpreter(target.spec);
-    if (!python) {
-      w->unavailable = "no interpreter " + target.spec;
-      return;
-    }
-    w->script = WorkloadPath(kWorkload);
-    w->process = std::make_unique<ChildProcess>(
-        std::vector<std::string>{python->path, w->script, kWorkloadCpuSeconds});
-    return;
-  }
-  std::string why;
-  auto root = EnsurePythonRoot(target.spec, &why);
-  if (!root) {
-    w->unavailable = "no Debian " + target.spec + " root: " + why;
-    return;
-  }
-  w->container = true;
-  w->root_dir = std::make_unique<RootTempDir>(*root);
-  w->script = w->root_dir->Copy(WorkloadPath(kWorkload), kWorkload);
-  w->process = std::make_unique<ChildProcess>(
-      ContainerArgv(*root, {root->python, w->script, kWorkloadCpuSeconds}));
-}
-
-std::vector<std::unique_ptr<Workload>> StartWorkloads() {
-  std::vector<std::unique_ptr<Workload>> workloads;
-  for (const Target& target : Targets()) {
-    if (target.kind != TargetKind::kHost && target.kind != TargetKind::kContainer) continue;
-    workloads.push_back(std::make_unique<Workload>());
-    StartCodeReuse(target, workloads.back().get());
-  }
-  auto free_threaded = std::make_unique<Workload>();
-  free_threaded->name = "free_threaded_3_13t";
-  std::string why;
-  if (auto python = FreeThreadedPython(&why)) {
-    free_threaded->script = WorkloadPath(kWorkload);
-    free_threaded->process = std::make_unique<ChildProcess>(
-        std::vector<std::string>{*python, free_threaded->script, kWorkloadCpuSeconds});
-  } else {
-    free_threaded->unavailable = "no free-threaded CPython: " + why;
-  }
-  workloads.push_back(std::move(free_threaded));
-  return workloads;
-}
-
-bool Printed(ChildProcess& process, const std::string& text) {
-  return process.Stdout().find(text) != std::string::npos;
-}
-
-// Waits for every started workload's "ready" and finds its interpreter's host
-// pid (a container's: unshare's one child, PID 1 inside); a workload that does
-// not get there is a failure, and is dropped.
-void WaitUntilReady(std::vector<std::unique_ptr<Workload>>& workloads) {
-  WaitFor(
-      [&] {
-        for (auto& w : workloads)
-          if (w->process && !Printed(*w->process, "ready\n") && w->process->Running()) return false;
-        return true;
-      },
-      kWorkloadReadyTimeout);
-  for (auto& w : workloads) {
-    if (!w->process) continue;
-    auto fail = [&](const std::string& why) {
-      ADD_FAILURE() << w->name << ": " << why << "; stdout:\n"
-                    << w->process->Stdout() << "\nstderr:\n"
-                    << w->process->Stderr();
-      w->process.reset();
-    };
-    if (!Printed(*w->process, "ready\n") || !w->process->Running()) {
-      fail("code_reuse.py did not become ready");
-      continue;
-    }
-    auto figures = WorkloadFigures(w->process->Stdout(), "lines");
-    w->lines.period = figures["period"];
-    figures.erase("period");
-    w->lines.first = figures;
-    if (w->lines.first.size() != 6 || w->lines.period < 2) {
-      fail("no \"lines\" line with six kinds and a period");
-      continue;
-    }
-    if (!w->container) {
-      w->pid = w->process->pid();
-      continue;
-    }
-    auto children = ChildPids(w->process->pid());
-    if (children.size() != 1) {
-      fail("unshare has " + std::to_string(children.size()) + " children");
-      continue;
-    }
-    w->pid = children[0];
-  }
+// What code_reuse.py printed when ready: its code objects' first lines.
+std::string ReadGeneratedLines(const VersionWorkload& w, GeneratedLines* lines) {
+  auto figures = WorkloadFigures(w.process->Stdout(), "lines");
+  lines->period = figures["period"];
+  figures.erase("period");
+  lines->first = figures;
+  if (lines->first.size() != 6 || lines->period < 2)
+    return "no \"lines\" line with six kinds and a period";
+  return "";
 }
 
 TEST(CodeAddressReuse, EverySampleNamesItsOwnGenerationOnEveryVersion) {
   PYPERF_REQUIRE_BPF();
-  auto workloads = StartWorkloads();
-  std::vector<std::string> unavailable;
-  for (const auto& w : workloads)
-    if (!w->unavailable.empty()) unavailable.push_back(w->name + ": " + w->unavailable);
-  if (unavailable.size() == workloads.size()) PYPERF_SKIP_OR_FAIL("no interpreter to run");
-  for (const auto& why : unavailable) {
-    if (StrictMode()) ADD_FAILURE() << "PYPERF_TEST_STRICT=1 and a version cannot run: " << why;
-    std::printf("[ skipped  ] %s\n", why.c_str());
-  }
-  WaitUntilReady(workloads);
+  auto workloads = StartOnEveryVersion(
+      kWorkload, [](VersionWorkload*) { return std::vector<std::string>{kWorkloadCpuSeconds}; });
+  if (!ReportUnavailable(workloads)) PYPERF_SKIP_OR_FAIL("no interpreter to run");
+  std::map<std::string, GeneratedLines> generated_lines;  // by workload name
+  WaitUntilReady(workloads, [&](VersionWorkload* w) {
+    return ReadGeneratedLines(*w, &generated_lines[w->name]);
+  });
 
   // One PyPerf for every workload; Python frames only, so that PyPerf's own
   // CPU (two cores shared with a dozen interpreters) goes to what is checked;
   // -v 2 for its code object cache's counts at the dump.
-  std::vector<std::string> args = {"--user-stacks-pages", "0", "-v", "2"};
-  for (const auto& w : workloads)
-    if (w->process) args.insert(args.end(), {"-p", std::to_string(w->pid)});
-  ASSERT_GT(args.size(), 2u) << "no workload is running";
-  auto pyperf = StartPyPerf(args);
-  ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout))
-      << "PyPerf never got ready; stderr:\n"
-      << pyperf->Stderr();
-  for (const auto& w : workloads)
-    if (w->process) kill(w->pid, SIGUSR1);
-  bool all_done = WaitFor(
-      [&] {
-        for (auto& w : workloads)
-          if (w->process && w->process->Running() && !Printed(*w->process, "done ")) return false;
-        return true;
-      },
-      kRunDeadline);
-  EXPECT_TRUE(all_done) << "the workloads did not all finish their generations in "
-                        << kRunDeadline.count() << " s";
-  EXPECT_TRUE(pyperf->Running()) << "PyPerf ended early; stderr:\n" << pyperf->Stderr();
+  auto pyperf = ProfileReleasedWorkloads({"--user-stacks-pages", "0", "-v", "2"}, workloads,
+                                         "done ", kRunDeadline);
+  ASSERT_TRUE(pyperf);
   pyperf->Signal(SIGTERM);
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf -p (every workload)", kPyPerfTimeout);
 
@@ -423,18 +304,18 @@ TEST(CodeAddressReuse, EverySampleNamesItsOwnGenerationOnEveryVersion) {
   for (const auto& w : workloads) {
     if (!w->process) continue;
     SCOPED_TRACE(w->name + " (pid " + std::to_string(w->pid) + ")");
-    w->done = WorkloadFigures(w->process->Stdout(), "done");
+    std::map<std::string, int> done = WorkloadFigures(w->process->Stdout(), "done");
     for (const char* change : {"names", "file", "lines"})
-      same_pointers[change] += w->done[std::string("same_pointers_") + change + "_changed"];
-    const int generations = w->done["generations"];
+      same_pointers[change] += done[std::string("same_pointers_") + change + "_changed"];
+    const int generations = done["generations"];
     EXPECT_TRUE(w->process->Running() && generations > 0)
         << "code_reuse.py did not finish its generations; stdout:\n"
         << w->process->Stdout() << "\nstderr:\n"
         << w->process->Stderr();
     // Reuse happened, or nothing here could fail.
     for (const char* what : {"code_reused", "type_reused"}) {
-      EXPECT_GE(w->done[what], kMinReusedGenerations) << what << " of " << generations;
-      EXPECT_GE(100.0 * w->done[what], kMinReusedPercent * generations)
+      EXPECT_GE(done[what], kMinReusedGenerations) << what << " of " << generations;
+      EXPECT_GE(100.0 * done[what], kMinReusedPercent * generations)
           << what << " of " << generations;
     }
 
@@ -448,7 +329,8 @@ TEST(CodeAddressReuse, EverySampleNamesItsOwnGenerationOnEveryVersion) {
     for (const auto& line : lines) {
       total += line.count;
       if (!ErrorMarkers(line).empty()) marked += line.count;
-      SampleVerdict verdict = CheckSample(line, w->script, w->lines, generations);
+      SampleVerdict verdict =
+          CheckSample(line, w->script, generated_lines[w->name], generations);
       if (!verdict.problem.empty()) {
         wrong += line.count;
         if (wrong_examples.size() < 8)
@@ -468,12 +350,12 @@ TEST(CodeAddressReuse, EverySampleNamesItsOwnGenerationOnEveryVersion) {
     EXPECT_GE(sampled_generations.size(), kMinSampledGenerations) << "generations sampled";
     for (const char* leaf : {"inner", "make", "spin"})
       EXPECT_GT(leaves[leaf], 0u) << "no sample of generation N's " << leaf << Excerpt(lines);
-    const std::string same_pointers = std::to_string(w->done["same_pointers_names_changed"]) +
-                                      "/" + std::to_string(w->done["same_pointers_file_changed"]) +
-                                      "/" + std::to_string(w->done["same_pointers_lines_changed"]);
+    const std::string same_pointers = std::to_string(done["same_pointers_names_changed"]) +
+                                      "/" + std::to_string(done["same_pointers_file_changed"]) +
+                                      "/" + std::to_string(done["same_pointers_lines_changed"]);
     std::printf("%-22s %5d %6d %6d %6d %6d %17s %7llu %9llu %5zu %6llu %5llu\n", w->name.c_str(),
-                generations, w->done["code_reused"], w->done["type_reused"], w->done["name_reused"],
-                w->done["code_name_line_reused"], same_pointers.c_str(),
+                generations, done["code_reused"], done["type_reused"], done["name_reused"],
+                done["code_name_line_reused"], same_pointers.c_str(),
                 static_cast<unsigned long long>(total),
                 static_cast<unsigned long long>(generated), sampled_generations.size(),
                 static_cast<unsigned long long>(marked), static_cast<unsigned long long>(wrong));

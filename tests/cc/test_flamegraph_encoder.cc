@@ -110,6 +110,15 @@ DumpStacks HostileStacks() {
       {Thread(101).Marker(ebpf::pyperf::NativeStackErrorText("unw_step failed: -7")), 2},
       {Thread(101).Marker(ebpf::pyperf::SampleErrorText(3)), 1},
       {DeepStack(), 40},
+      // --native-frames interleaved: kinds alternate from root to leaf.
+      {Thread(103)
+           .Native("_start")
+           .Native("main")
+           .Python("outer", kFile, 3)
+           .Native("list_sort_impl")
+           .Python("key", kFile, 9)
+           .Native("leaf_c"),
+       7},
       {Thread(200, "weird comm-with-dash/x", 200).Python("other", kFile, 7), 14},
   };
 }

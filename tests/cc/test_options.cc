@@ -176,6 +176,20 @@ TEST(Options, UserStacksPagesAboveTheCapAreCappedWithAWarning) {
   EXPECT_TRUE(Valid({"--user-stacks-pages", "15"}).warnings.empty());
 }
 
+TEST(Options, InterleavedNativeFramesCopyEightPagesUnlessToldAndNeedNativeFrames) {
+  EXPECT_EQ(Valid({}).native_frames, NativeFramesMode::kLeaf);
+  Options o = Valid({"--native-frames", "interleaved"});
+  EXPECT_EQ(o.native_frames, NativeFramesMode::kInterleaved);
+  EXPECT_EQ(o.user_stacks_pages, kInterleavedUserStacksPages);
+  EXPECT_EQ(Valid({"--native-frames", "interleaved", "--user-stacks-pages", "3"}).user_stacks_pages,
+            3u);
+  EXPECT_EQ(Valid({"--native-frames", "leaf"}).user_stacks_pages, 2u);
+  EXPECT_NE(Refused({"--native-frames", "interleaved", "--user-stacks-pages", "0"})
+                .find("needs native frames"),
+            std::string::npos);
+  EXPECT_NE(Refused({"--native-frames", "mixed"}).find("--native-frames"), std::string::npos);
+}
+
 // gProfiler's PythonEbpfProfiler.test(): its output path has a random prefix.
 TEST(Options, GProfilerTestCommandLine) {
   Options o =
@@ -239,6 +253,7 @@ constexpr ExpectedFlag kExpectedFlags[] = {
     {"--stack-offset", "N", "computed from kernel BTF"},
     {"--insert-dso-name", "", "off"},
     {"--line-numbers", "first|current", "first"},
+    {"--native-frames", "leaf|interleaved", "leaf"},
     {"--native-cache", "on|off", "on"},
     {"--native-cache-entries", "N", "65536"},
     {"--native-cache-bytes", "SIZE", "16M"},

@@ -158,6 +158,12 @@ const std::vector<FieldSpec>& Fields() {
          if (v.AtLeast(3, 14)) return Value("FRAME_OWNED_BY_INTERPRETER");
          return v.AtLeast(3, 12) ? Value("FRAME_OWNED_BY_CSTACK") : Absent();
        }},
+      // 3.11 says which frame an eval-loop call began with; 3.12 replaced the
+      // flag by shim frames.
+      {PYPERF_FIELD(frame_is_entry), 1,
+       [](const PythonVersion& v) {
+         return v.AtLeast(3, 11) && !v.AtLeast(3, 12) ? Frame(v, nullptr, "is_entry") : Absent();
+       }},
       // 0 means "no tag": the BPF program masks unconditionally.
       {PYPERF_FIELD(stackref_tag_bits), 0,
        [](const PythonVersion& v) { return v.AtLeast(3, 14) ? Value("Py_TAG_BITS") : Value(0); }},

@@ -50,6 +50,16 @@ inline constexpr std::string_view kLostKernelStack = "[Lost Kernel Stack]";
 // Native unwinding stopped at its frame limit before the interpreter's eval
 // loop: the native frames nearer the root are missing.
 inline constexpr std::string_view kTruncatedNativeStack = "[Truncated Native Stack]";
+// --native-frames interleaved: the native unwind needed stack beyond the copy
+// taken with the sample (the copy ended before the stack's bottom, or a step
+// went astray, e.g. from a frame without unwind information), and the stack
+// is never read later. The Python frames whose eval-loop calls were not
+// reached come first, root first, then this, then the frames that were placed.
+inline constexpr std::string_view kNativeStackCopyEnded = "[Native Stack Copy Ended]";
+// --native-frames interleaved: the eval loop's native frames and the Python
+// frames' calls did not pair up (a call being entered or left as the sample
+// was taken): every Python frame, then this, then every native frame.
+inline constexpr std::string_view kUnpairedEvalLoopFrames = "[Unpaired Eval Loop Frames]";
 // The process exec'd since PyPerf read its offsets (its mm changed): its
 // Python frames are not shown, and PyPerf inspects it again.
 inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";

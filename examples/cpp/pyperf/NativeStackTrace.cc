@@ -27,6 +27,9 @@ NativeSnapshot SnapshotOf(const pyperf_event& event, size_t size) {
   size_t copied =
       size > offsetof(pyperf_event, user_stack) ? size - offsetof(pyperf_event, user_stack) : 0;
   if (copied > event.user_stack_len) copied = event.user_stack_len;
+  // The stack goes on beyond the copy: BPF's copy was full, or the record
+  // holds less of it.
+  snapshot.stack_cut = event.user_stack_cut != 0 || copied < event.user_stack_len;
   if (event.user_stack_start <= event.sp && event.sp - event.user_stack_start < copied) {
     size_t skip = event.sp - event.user_stack_start;
     snapshot.stack = event.user_stack + skip;

@@ -45,6 +45,7 @@ constexpr pyperf_offsets kPython313FreeThreaded = [] {
   o.frame_prev_instr = 56;  // instr_ptr
   o.frame_owner = 70;
   o.frame_owner_shim = 3;  // FRAME_OWNED_BY_CSTACK
+  o.frame_is_entry = -1;
   o.stackref_tag_bits = 0;
   o.tstate_frame = 72;  // ->current_frame
   o.cframe_current_frame = -1;

@@ -243,6 +243,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->no_thread_state = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
+  event->user_stack_cut = 0;
   u64 *exec_time = exec_times.lookup(&pid);
   event->replaced = (exec_time ? *exec_time : 0) != proc->exec_time;
   /* The generation is read before the id is taken, and picks the map: the
@@ -305,7 +306,10 @@ int on_sample(struct bpf_perf_event_data *ctx) {
     if (read_user(event->user_stack, first, (void *)start) == 0) {
       u32 copied = first;
       for (int i = 0; i < USER_STACK_PAGES; i++) {
-        if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) break;
+        if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) {
+          event->user_stack_cut = 1; /* the stack goes on: the copy is full */
+          break;
+        }
         u32 off = copied & USER_STACK_MASK;
         if (read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
           break;

@@ -79,6 +79,7 @@ struct pyperf_offsets {
   pp_s64 frame_owner;       /* _PyInterpreterFrame.owner (char, 3.11+) */
   pp_s64 frame_owner_shim;  /* owners >= this are shims, not Python calls: FRAME_OWNED_BY_CSTACK
                                (3.12, 3.13), FRAME_OWNED_BY_INTERPRETER (3.14+); else -1 */
+  pp_s64 frame_is_entry;    /* _PyInterpreterFrame.is_entry (bool, 3.11 only), else -1 */
   pp_s64 stackref_tag_bits; /* Py_TAG_BITS of the _PyStackRef in f_executable and localsplus
                                (3.14+), cleared before use as a pointer; else 0 */
 
@@ -228,6 +229,18 @@ struct pyperf_frame {
   pp_u64 code;  /* code object address (for --line-numbers current) */
 };
 
+/* Which Python frames an eval-loop call (one native frame of
+ * _PyEval_EvalFrameDefault or PyEval_EvalFrameEx) ran, for native frames
+ * interleaved with Python ones. Before 3.11 each call runs one frame, and
+ * user space knows that from the layout (entries are NONE). From 3.11 on a
+ * call runs a run of frames; its first (root-most) is its entry frame:
+ * 3.11 says so in is_entry (UNANCHORED); 3.12+ link it to a shim frame that is
+ * a local variable of the eval loop's C frame, whose address tells which
+ * native frame ran the run (ANCHOR_BASE + its distance from the sample's sp). */
+#define PYPERF_ENTRY_NONE 0       /* the frame's call also ran the frame rootward of it */
+#define PYPERF_ENTRY_UNANCHORED 1 /* the first frame its call ran; the call's C frame unknown */
+#define PYPERF_ENTRY_ANCHOR_BASE 2
+
 /* One sample, sent through the perf buffer. Python frames leaf first. The
  * user stack copy (user_stack_len bytes from address user_stack_start)
  * follows the fixed part. */
@@ -259,7 +272,13 @@ struct pyperf_event {
   /* The process exec'd since user space inspected it: no Python frames were
    * walked (its entry describes the image before), native and kernel ones were. */
   pp_u8 replaced;
-  pp_u8 pad2[3];
+  /* The copy stopped at its size (USER_STACK_PAGES), not where the stack's
+   * memory ended: the stack goes on beyond it. */
+  pp_u8 user_stack_cut;
+  pp_u8 pad2[2];
+  /* Where each frame's eval-loop call begins: entries[i] (PYPERF_ENTRY_*)
+   * for frames[i], valid below frame_count. */
+  pp_u32 entries[PYPERF_MAX_FRAMES];
   struct pyperf_frame frames[PYPERF_MAX_FRAMES];
   pp_u8 user_stack[];
 };

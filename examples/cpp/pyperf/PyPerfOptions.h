@@ -21,6 +21,11 @@ namespace ebpf::pyperf {
 // line being executed when the sample was taken.
 enum class LineNumberMode { kFirst, kCurrent };
 
+// Where native frames go: above the innermost Python frame only (gProfiler's
+// layout), or the whole native stack with each eval-loop frame replaced by the
+// Python frames it ran (StackInterleaver.h).
+enum class NativeFramesMode { kLeaf, kInterleaved };
+
 // How the CPU-clock perf event is sampled: every N ns, or N times a second.
 enum class SampleMode { kPeriod, kFrequency };
 
@@ -30,6 +35,9 @@ inline constexpr uint64_t kDefaultSamplePeriodNs = 1000000;  // 1 ms = 1 kHz
 // leave room for the rest of the event.
 inline constexpr uint32_t kUserStackPageBytes = 4096;
 inline constexpr uint32_t kMaxUserStacksPages = 15;
+// --native-frames interleaved unwinds to the stack's bottom: the pages copied
+// unless --user-stacks-pages says otherwise.
+inline constexpr uint32_t kInterleavedUserStacksPages = 8;
 
 struct Options {
   std::vector<int> pids;  // -p/--pid; empty means every Python process
@@ -56,6 +64,7 @@ struct Options {
 
   bool insert_dso_name = false;                          // --insert-dso-name
   LineNumberMode line_numbers = LineNumberMode::kFirst;  // --line-numbers
+  NativeFramesMode native_frames = NativeFramesMode::kLeaf;  // --native-frames
 
   // The native symbol cache (shared by every process mapping the same file).
   bool native_cache = true;                   // --native-cache on|off

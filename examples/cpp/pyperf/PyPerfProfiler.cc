@@ -29,6 +29,9 @@ constexpr auto kStopGrace = std::chrono::milliseconds(1000);
 // often when a ring crosses its watermark first), and the caches age once per
 // round.
 constexpr int kRoundMs = 100;
+// --native-frames interleaved: native frames one unwind may give (a deep
+// stack of Python calls through C is several hundred).
+constexpr size_t kInterleavedMaxNativeFrames = 1024;
 // -v 3 logs the native unwinder's counters at most this often. A line per
 // round (ten a second) would be ~17 KB/s, while
 // gProfiler reads 64 KiB of stderr per cycle: PyPerf would block on the
@@ -111,6 +114,13 @@ Status PyPerfProfiler::Init() {
     // The interpreter's eval loop is the outermost native frame printed: what
     // lies below it belongs to the Python frames already shown.
     native.stop_symbols = {"_PyEval_EvalFrameDefault", "PyEval_EvalFrameEx"};
+    if (options_.native_frames == NativeFramesMode::kInterleaved) {
+      // The whole stack, as copied at the sample (never read later), each
+      // eval-loop frame marked for the Python frames that replace it.
+      native.walk_past_stop_symbols = true;
+      native.stack_copy_only = true;
+      native.max_depth = kInterleavedMaxNativeFrames;
+    }
     native.cache_enabled = options_.native_cache;
     native.insert_dso_name = options_.insert_dso_name;
     native.name_cache_limits.max_entries = options_.native_cache_entries;
@@ -130,6 +140,7 @@ Status PyPerfProfiler::Init() {
   kernel_stacks_ = std::make_unique<KernelStackGenerations>(bpf_.get());
   assembler_ =
       std::make_unique<SampleAssembler>(python_.get(), kernel_stacks_.get(), &kernel_symbols_);
+  assembler_->set_interleaved(options_.native_frames == NativeFramesMode::kInterleaved);
   SampleAssembler* assembler = assembler_.get();
   tracker_ = std::make_unique<ProcessTracker>(options_.pids, bpf_.get(), &log_,
                                               [assembler](pid_t pid) { assembler->ForgetProcess(pid); });
@@ -277,6 +288,12 @@ Status PyPerfProfiler::Dump(bool final_dump) {
              hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0,
              n.entries, n.bytes, (unsigned long long)(n.evictions - last.evictions));
     native_line = buf;
+    if (options_.native_frames == NativeFramesMode::kInterleaved) {
+      snprintf(buf, sizeof(buf), ", native stack copy ended: %llu, unpaired eval loop frames: %llu",
+               (unsigned long long)counters.interleave.copy_ended,
+               (unsigned long long)counters.interleave.unpaired);
+      native_line += buf;
+    }
     native_at_last_dump_ = now;
   }
   // A dropped dump line leaves its count to the next one.

@@ -141,8 +141,24 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     int skip = 0;
     if (o->frame_owner >= 0) {
       u8 owner = FRAME_U8(state, frame, o->frame_owner);
-      /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python code. */
-      if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) skip = 1;
+      /* Shim frames (calls from C; 3.14 interpreter entries) carry no Python
+       * code. Each is a local of an eval-loop call's C frame, linked behind
+       * the first frame that call ran: the frame recorded last. */
+      if (o->frame_owner_shim >= 0 && owner >= o->frame_owner_shim) {
+        skip = 1;
+        u64 distance = frame - event->sp;
+        /* 3.14 also has C-stack shims (owner 4) that begin no eval loop. A
+         * shim off this stack (3.15's tstate->base_frame, the root of every
+         * thread's chain, right after its first call's own shim) does not
+         * take the place of an anchor. */
+        if (n > 0 && owner == o->frame_owner_shim) {
+          u32 *entry = &event->entries[(n - 1) & (MAX_FRAMES - 1)];
+          if (frame >= event->sp && distance < 0xfffff000)
+            *entry = (u32)distance + PYPERF_ENTRY_ANCHOR_BASE;
+          else if (*entry == PYPERF_ENTRY_NONE)
+            *entry = PYPERF_ENTRY_UNANCHORED;
+        }
+      }
     }
     state->code_block_ok = 0;
     if (!skip && code) {
@@ -166,6 +182,10 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
           f->lasti = instr ? (s32)(instr - (code + o->code_code_adaptive)) : -1;
         }
       }
+      event->entries[n & (MAX_FRAMES - 1)] =
+          o->frame_is_entry >= 0 && FRAME_U8(state, frame, o->frame_is_entry)
+              ? PYPERF_ENTRY_UNANCHORED
+              : PYPERF_ENTRY_NONE;
       state->frame_addr[n & (MAX_FRAMES - 1)] = frame;
       state->recorded_since_mark++;
       event->frame_count = n + 1;

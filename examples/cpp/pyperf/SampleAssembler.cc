@@ -64,9 +64,14 @@ void SampleAssembler::Assemble(const pyperf_event& event, size_t size,
       ++counters_.sample_errors;
     }
     if (event.no_thread_state) ++counters_.no_thread_state;
-    python_->AppendFrames(event, process, dictionary, &sample->frames, &counters_.symbol_errors);
+    if (!(interleaved_ && NativeStackTrace::enabled()))
+      python_->AppendFrames(event, process, dictionary, &sample->frames, &counters_.symbol_errors);
   }
-  AddNativeFrames(event, size);
+  if (interleaved_ && NativeStackTrace::enabled()) {
+    AddInterleavedFrames(event, size, process);
+  } else {
+    AddNativeFrames(event, size);
+  }
   AddKernelFrames(event);
   // A line without frames is one gProfiler cannot read.
   if (sample->frames.empty()) AddMarker(kNoFrames);
@@ -84,27 +89,35 @@ void AppendNativeSampleFrames(const std::vector<NativeFrame>& leaf_first,
     out->push_back(frame);
   };
   if (result.truncated) marker(kTruncatedNativeStack);
-  std::string path, build_id;  // empty: no allocation unless a file is new
-  // Leaf first as unwound; added root first. Names are UTF-8 already (the
-  // unwinder sanitizes them once, when cached).
-  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it) {
-    if (it->error) {
-      marker(NativeStackErrorText(it->name));
-      continue;
-    }
-    SampleFrame frame;
-    frame.kind = FrameKind::kNative;
-    frame.name = dictionary->Intern(it->name);
-    if (it->file != FileId{}) {
-      frame.object = dictionary->FindObject(it->file);
-      // Described once per file and interval, while the unwinder still has
-      // the file's module cached; a file it cannot describe is no object.
-      if (frame.object == 0 && unwinder && unwinder->DescribeFile(it->file, &path, &build_id))
-        frame.object = dictionary->AddObject(it->file, path, build_id);
-      if (frame.object != 0) frame.address = it->elf_address;
-    }
+  // Leaf first as unwound; added root first.
+  for (auto it = leaf_first.rbegin(); it != leaf_first.rend(); ++it)
+    AppendNativeSampleFrame(*it, unwinder, dictionary, out);
+}
+
+void AppendNativeSampleFrame(const NativeFrame& native, const NativeUnwinder* unwinder,
+                             FrameDictionary* dictionary, std::vector<SampleFrame>* out) {
+  SampleFrame frame;
+  if (native.error) {
+    frame.kind = FrameKind::kMarker;
+    frame.name = dictionary->Intern(NativeStackErrorText(native.name));
     out->push_back(frame);
+    return;
   }
+  // Names are UTF-8 already (the unwinder sanitizes them once, when cached).
+  frame.kind = FrameKind::kNative;
+  frame.name = dictionary->Intern(native.name);
+  if (native.file != FileId{}) {
+    frame.object = dictionary->FindObject(native.file);
+    // Described once per file and interval, while the unwinder still has the
+    // file's module cached; a file it cannot describe is no object.
+    if (frame.object == 0 && unwinder) {
+      std::string path, build_id;  // allocated only for a file new to the dictionary
+      if (unwinder->DescribeFile(native.file, &path, &build_id))
+        frame.object = dictionary->AddObject(native.file, path, build_id);
+    }
+    if (frame.object != 0) frame.address = native.elf_address;
+  }
+  out->push_back(frame);
 }
 
 void SampleAssembler::AddNativeFrames(const pyperf_event& event, size_t size) {
@@ -113,6 +126,30 @@ void SampleAssembler::AddNativeFrames(const pyperf_event& event, size_t size) {
   if (trace.result().error) ++counters_.native_stack_errors;
   AppendNativeSampleFrames(trace.frames(), trace.result(), NativeStackTrace::unwinder(),
                            dictionary_, &sample_->frames);
+}
+
+void SampleAssembler::AddInterleavedFrames(const pyperf_event& event, size_t size,
+                                           const TrackedProcess& process) {
+  NativeStackTrace trace(event, size, &native_frames_);
+  if (trace.result().error) ++counters_.native_stack_errors;
+  python_frames_.clear();
+  python_entries_.clear();
+  if (!event.replaced) {
+    python_->AppendFrames(event, process, dictionary_, &python_frames_, &counters_.symbol_errors);
+    // Before 3.11 every frame is its own call of the eval loop.
+    const bool frame_objects = !process.offsets || process.offsets->frame_kind == PYPERF_FRAME_OBJECT;
+    const size_t n = python_frames_.size();
+    for (size_t j = 0; j < n; ++j)
+      python_entries_.push_back(frame_objects ? PYPERF_ENTRY_UNANCHORED
+                                              : event.entries[(n - 1 - j) % PYPERF_MAX_FRAMES]);
+  }
+  PythonCalls python;
+  python.frames = &python_frames_;
+  python.entries = &python_entries_;
+  python.complete = !event.replaced && !event.truncated && event.error == PYPERF_ERROR_NONE;
+  AppendInterleavedFrames(python, event.sp, trace.frames(), trace.result(),
+                          NativeStackTrace::unwinder(), dictionary_, &sample_->frames,
+                          &counters_.interleave);
 }
 
 void SampleAssembler::AddKernelFrames(const pyperf_event& event) {

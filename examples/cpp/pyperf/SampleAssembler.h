@@ -16,6 +16,7 @@
 #include "PyPerfBpfShared.h"
 #include "PythonStackDecoder.h"
 #include "Sample.h"
+#include "StackInterleaver.h"
 #include "TrackedProcess.h"
 #include "kallsyms.h"
 #include "native_unwinder.h"
@@ -48,6 +49,8 @@ struct SampleCounters {
   // Samples of a process that exec'd since PyPerf inspected it: shown with
   // "[Process Replaced]_[pe]" and no Python frames.
   uint64_t replaced = 0;
+  // --native-frames interleaved: what could not be placed exactly.
+  InterleaveCounters interleave;
 };
 
 // A native unwind's frames (leaf first) appended to `out` root first: its
@@ -57,6 +60,9 @@ struct SampleCounters {
 void AppendNativeSampleFrames(const std::vector<NativeFrame>& leaf_first,
                               const NativeUnwindResult& result, const NativeUnwinder* unwinder,
                               FrameDictionary* dictionary, std::vector<SampleFrame>* out);
+// One native frame appended to `out`: a marker if it is an error frame.
+void AppendNativeSampleFrame(const NativeFrame& frame, const NativeUnwinder* unwinder,
+                             FrameDictionary* dictionary, std::vector<SampleFrame>* out);
 
 class SampleAssembler {
  public:
@@ -75,11 +81,17 @@ class SampleAssembler {
   // Drops the per-process state of a pid (exited, exec'd or reused).
   void ForgetProcess(pid_t pid);
 
+  // --native-frames interleaved: Python frames placed among the native ones
+  // (StackInterleaver.h; the unwinder walks past the eval loop). Else the
+  // Python frames, then the native frames above the innermost eval loop.
+  void set_interleaved(bool interleaved) { interleaved_ = interleaved; }
+
   SampleCounters& counters() { return counters_; }
 
  private:
   void AddMarker(std::string_view text);
   void AddNativeFrames(const pyperf_event& event, size_t size);
+  void AddInterleavedFrames(const pyperf_event& event, size_t size, const TrackedProcess& process);
   void AddKernelFrames(const pyperf_event& event);
 
   PythonStackDecoder* python_;
@@ -90,7 +102,10 @@ class SampleAssembler {
   FrameDictionary* dictionary_ = nullptr;
   Sample* sample_ = nullptr;
   // Reused from sample to sample.
+  bool interleaved_ = false;
   std::vector<NativeFrame> native_frames_;
+  std::vector<SampleFrame> python_frames_;  // interleaved: the Python frames, root first
+  std::vector<uint32_t> python_entries_;    // ... and their PYPERF_ENTRY_* values
   std::vector<uint64_t> kernel_addrs_;
   std::string scratch_;
 };
