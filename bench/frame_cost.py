@@ -64,7 +64,7 @@ Then, per binary, interpreter and pages, from the medians of the repeats:
 
   per frame   the slope between the two deepest --depths (30 and 100): ns of
               in-kernel and of PyPerf's own time per Python frame
-  per page    at the shallowest depth, between the fewest and most --pages
+  per page    at the shallowest and the deepest depth, between the fewest and most --pages
               (0 and 2): in-kernel ns per page of user stack copied, and the
               change in PyPerf's own µs per sample (native unwinding)
 
@@ -295,10 +295,12 @@ def print_derived(args, results, width):
                     print("  %-*s %7s pages %d: in-kernel %6.1f, own %6.1f"
                           % (width, label, version, p, 1e3 * slope(d0, k0, d1, k1),
                              1e3 * slope(d0, o0, d1, o1)))
-    if len(pages) >= 2:
-        d = depths[0]
-        print("\nper page of user stack, between the fewest and most pages run at depth %d:"
-              % d)
+    if len(pages) < 2:
+        return
+    # At the shallowest depth the stack may end before the pages do; at the
+    # deepest the copy is as long as the pages allow.
+    for d in sorted({depths[0], depths[-1]}):
+        print("\nper page of user stack, between the fewest and most pages run at depth %d:" % d)
         for version, _ in args.interpreters:
             for label, _ in args.binaries:
                 run = [p for p in pages if results.get((label, version, p, d))]
@@ -307,9 +309,9 @@ def print_derived(args, results, width):
                 p0, p1 = run[0], run[-1]
                 k0, o0 = median(label, version, p0, d)
                 k1, o1 = median(label, version, p1, d)
-                print("  %-*s %7s pages %d-%d: in-kernel %6.1f ns per page; own %+.2f µs per sample"
-                      % (width, label, version, p0, p1, 1e3 * slope(p0, k0, p1, k1), o1 - o0))
-
+                print("  %-*s %7s pages %d-%d: in-kernel %6.1f ns per page; own %+.2f µs"
+                      " per sample" % (width, label, version, p0, p1,
+                                       1e3 * slope(p0, k0, p1, k1), o1 - o0))
 
 def main():
     args = parse_args()
