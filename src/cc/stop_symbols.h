@@ -13,7 +13,8 @@ namespace ebpf {
 
 class StopSymbols {
  public:
-  explicit StopSymbols(const std::vector<std::string>& names) : names_(names.begin(), names.end()) {}
+  explicit StopSymbols(const std::vector<std::string>& names)
+      : names_(names.begin(), names.end()) {}
   // Whether the symbol `raw`, as the ELF file spells it, is one of them.
   bool Contains(std::string_view raw) const;
 

@@ -89,9 +89,7 @@ const std::vector<Chain>& ExactChains() {
         {"spin"}}},
       {"i_json", {{"chain_thread"}, {"run_json"}, {"default_leaf", true}, {"spin"}}},
       {"i_ext",
-       {{"chain_thread"},
-        {"run_ext"},
-        {"ext_leaf", true, {"ext_call_back (", "ext_level_two ("}}}},
+       {{"chain_thread"}, {"run_ext"}, {"ext_leaf", true, {"ext_call_back (", "ext_level_two ("}}}},
   };
   return chains;
 }
@@ -121,9 +119,8 @@ bool HasMarker(const CollapsedLine& line) {
 }
 
 bool IsEvalLoop(const std::string& frame) {
-  return KindOf(frame) == FrameKind::kNative &&
-         (frame.rfind("_PyEval_EvalFrameDefault", 0) == 0 ||
-          frame.rfind("PyEval_EvalFrameEx", 0) == 0);
+  return KindOf(frame) == FrameKind::kNative && (frame.rfind("_PyEval_EvalFrameDefault", 0) == 0 ||
+                                                 frame.rfind("PyEval_EvalFrameEx", 0) == 0);
 }
 
 // A sample's frames, classified: the workload's own Python frames with their
@@ -170,8 +167,8 @@ std::string CheckChainSample(const CollapsedLine& line, const Chain& chain,
   for (size_t k = 0; k < placed.size(); ++k) {
     const Step& step = steps[k];
     if (placed[k].function != step.function)
-      return "frame " + std::to_string(k) + " of the workload is " + placed[k].function +
-             ", not " + step.function;
+      return "frame " + std::to_string(k) + " of the workload is " + placed[k].function + ", not " +
+             step.function;
     if (k == 0) continue;
     // The frames between this one and its caller's. Before a marker, the
     // Python frames that could not be placed come alone: only their order is
@@ -244,16 +241,16 @@ struct Tally {
 // Builds the extension for the workload's interpreter, from the headers it
 // names (a container's inside its root), into the workload's directory.
 std::optional<std::vector<std::string>> BuildExtension(VersionWorkload* w) {
-  CommandResult include = RunCommand(w->Argv(
-      {w->python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"}));
+  CommandResult include = RunCommand(
+      w->Argv({w->python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"}));
   std::string dir = include.out.substr(0, include.out.find('\n'));
   if (include.exit_code != 0 || dir.empty()) {
     ADD_FAILURE() << w->name << ": no include directory: " << include.err;
     return std::nullopt;
   }
   if (w->root) dir = w->root->dir + dir;
-  std::vector<std::string> cc_argv = {"cc", "-shared", "-fPIC", "-O1", "-fno-inline",
-                                      "-fno-optimize-sibling-calls", "-I" + dir};
+  std::vector<std::string> cc_argv = {
+      "cc", "-shared", "-fPIC", "-O1", "-fno-inline", "-fno-optimize-sibling-calls", "-I" + dir};
   // Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>:
   // from the root, after every header of the host's own.
   if (w->root) cc_argv.insert(cc_argv.end(), {"-idirafter", w->root->dir + "/usr/include"});
@@ -275,8 +272,7 @@ TEST(InterleavedFrames, EverySampleIsItsKnownChainOfPythonAndNativeFramesOnEvery
   WaitUntilReady(workloads, [&](VersionWorkload* w) -> std::string {
     int major = 0, minor_version = 0;
     const std::string out = w->process->Stdout();
-    if (sscanf(out.c_str(), "version %d.%d", &major, &minor_version) != 2)
-      return "no version line";
+    if (sscanf(out.c_str(), "version %d.%d", &major, &minor_version) != 2) return "no version line";
     minor[w->name] = major * 100 + minor_version;
     return "";
   });
@@ -291,7 +287,8 @@ TEST(InterleavedFrames, EverySampleIsItsKnownChainOfPythonAndNativeFramesOnEvery
   ASSERT_TRUE(pyperf);
   pyperf->Signal(SIGTERM);
   FinishPyPerf(*pyperf, "PyPerf --native-frames interleaved", kPyPerfTimeout);
-  std::printf("[ dump     ] %s\n", DumpLines(*pyperf).empty() ? "" : DumpLines(*pyperf).back().c_str());
+  std::printf("[ dump     ] %s\n",
+              DumpLines(*pyperf).empty() ? "" : DumpLines(*pyperf).back().c_str());
 
   // Every dump, as collapsed text; its speedscope and pprof files hold the
   // same stacks.
@@ -340,8 +337,8 @@ TEST(InterleavedFrames, EverySampleIsItsKnownChainOfPythonAndNativeFramesOnEvery
         problem = CheckCutSample(line, w->script);
         if (problem.empty()) {
           t.unpaired += line.count;
-        } else if (HasMarker(line) && CheckChainSample(line, CutChain(), w->script,
-                                                       inlined_calls, true).empty()) {
+        } else if (HasMarker(line) &&
+                   CheckChainSample(line, CutChain(), w->script, inlined_calls, true).empty()) {
           // Before 3.11 a stack whose unwind ended early cannot tell.
           problem = "";
         }
@@ -380,11 +377,10 @@ TEST(InterleavedFrames, EverySampleIsItsKnownChainOfPythonAndNativeFramesOnEvery
     if (!w->process) continue;
     const Tally& t = tallies[w->name];
     const double exact = t.chain_samples ? 100.0 * t.exact / t.chain_samples : 0;
-    std::printf("[ table    ] %-28s %8llu %8.1f %8llu %5llu/%-4llu %5llu/%-4llu\n",
-                w->name.c_str(), (unsigned long long)t.chain_samples, exact,
-                (unsigned long long)t.marked, (unsigned long long)t.copy_ended,
-                (unsigned long long)t.deep_samples, (unsigned long long)t.unpaired,
-                (unsigned long long)t.cut_samples);
+    std::printf("[ table    ] %-28s %8llu %8.1f %8llu %5llu/%-4llu %5llu/%-4llu\n", w->name.c_str(),
+                (unsigned long long)t.chain_samples, exact, (unsigned long long)t.marked,
+                (unsigned long long)t.copy_ended, (unsigned long long)t.deep_samples,
+                (unsigned long long)t.unpaired, (unsigned long long)t.cut_samples);
     SCOPED_TRACE(w->name);
     for (const auto& problem : t.problems) ADD_FAILURE() << problem;
     EXPECT_GE(t.chain_samples, kMinChainSamples);

@@ -46,7 +46,9 @@ NativeFrame Native(const std::string& name, uint64_t offset, bool eval = false) 
   return f;
 }
 
-uint32_t Anchor(uint64_t offset) { return PYPERF_ENTRY_ANCHOR_BASE + static_cast<uint32_t>(offset); }
+uint32_t Anchor(uint64_t offset) {
+  return PYPERF_ENTRY_ANCHOR_BASE + static_cast<uint32_t>(offset);
+}
 
 // The interleaved frames, each as "name_[p]", "name_[pn]" or "text_[pe]".
 std::vector<std::string> Interleave(const Stack& stack, InterleaveCounters* counters = nullptr) {
@@ -86,12 +88,13 @@ TEST(StackInterleaver, EachEvalLoopFrameBecomesThePythonFrameItRan) {
   Stack s;
   s.python = {"<module>", "work", "key"};
   s.entries = {kOwn, kOwn, kOwn};
-  s.native = {Native("leaf_c", 0),        Native("eval", 0x10, true), Native("list_sort", 0x100),
-              Native("eval", 0x200, true), Native("call_function", 0x300),
-              Native("eval", 0x400, true), Native("main", 0x500)};
+  s.native = {
+      Native("leaf_c", 0),         Native("eval", 0x10, true),     Native("list_sort", 0x100),
+      Native("eval", 0x200, true), Native("call_function", 0x300), Native("eval", 0x400, true),
+      Native("main", 0x500)};
   EXPECT_EQ(Interleave(s),
-            (std::vector<std::string>{"main_[pn]", "<module>_[p]", "call_function_[pn]",
-                                      "work_[p]", "list_sort_[pn]", "key_[p]", "leaf_c_[pn]"}));
+            (std::vector<std::string>{"main_[pn]", "<module>_[p]", "call_function_[pn]", "work_[p]",
+                                      "list_sort_[pn]", "key_[p]", "leaf_c_[pn]"}));
 }
 
 TEST(StackInterleaver, AnEvalLoopCallRunsTheFramesUpToItsEntryFrame) {
@@ -102,9 +105,8 @@ TEST(StackInterleaver, AnEvalLoopCallRunsTheFramesUpToItsEntryFrame) {
   s.entries = {kOwn, kNone, kOwn, kNone};
   s.native = {Native("eval", 0, true), Native("list_sort", 0x100), Native("eval", 0x200, true),
               Native("main", 0x300)};
-  EXPECT_EQ(Interleave(s),
-            (std::vector<std::string>{"main_[pn]", "<module>_[p]", "work_[p]", "list_sort_[pn]",
-                                      "key_[p]", "helper_[p]"}));
+  EXPECT_EQ(Interleave(s), (std::vector<std::string>{"main_[pn]", "<module>_[p]", "work_[p]",
+                                                     "list_sort_[pn]", "key_[p]", "helper_[p]"}));
 }
 
 TEST(StackInterleaver, ShimsOnTheStackFindEvalLoopFramesThatHaveNoName) {
@@ -182,8 +184,8 @@ TEST(StackInterleaver, WhenTheCopyEndsTheCallsNotReachedComeFirstBehindTheMarker
   InterleaveCounters counters;
   EXPECT_EQ(Interleave(s, &counters),
             (std::vector<std::string>{"<module>_[p]", "work_[p]",
-                                      Marker(ebpf::pyperf::kNativeStackCopyEnded),
-                                      "list_sort_[pn]", "key_[p]", "leaf_c_[pn]"}));
+                                      Marker(ebpf::pyperf::kNativeStackCopyEnded), "list_sort_[pn]",
+                                      "key_[p]", "leaf_c_[pn]"}));
   EXPECT_EQ(counters.copy_ended, 1u);
   EXPECT_EQ(counters.unpaired, 0u);
 }
@@ -208,10 +210,10 @@ TEST(StackInterleaver, APythonWalkCutShortShowsOnlyTheNativeFramesOfItsCalls) {
   s.python = {"level2", "level3"};
   s.entries = {kOwn, kOwn};
   s.complete = false;
-  s.native = {Native("eval", 0, true), Native("call", 0x100), Native("eval", 0x200, true),
-              Native("call", 0x300), Native("eval", 0x400, true), Native("main", 0x500)};
-  EXPECT_EQ(Interleave(s), (std::vector<std::string>{"call_[pn]", "level2_[p]", "call_[pn]",
-                                                     "level3_[p]"}));
+  s.native = {Native("eval", 0, true), Native("call", 0x100),       Native("eval", 0x200, true),
+              Native("call", 0x300),   Native("eval", 0x400, true), Native("main", 0x500)};
+  EXPECT_EQ(Interleave(s),
+            (std::vector<std::string>{"call_[pn]", "level2_[p]", "call_[pn]", "level3_[p]"}));
 }
 
 TEST(StackInterleaver, WithoutPythonFramesTheNativeStackIsAsUnwound) {

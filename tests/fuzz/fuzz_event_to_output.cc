@@ -22,6 +22,8 @@
 //                 frames are always on: NativeStackTrace is process-wide)
 //                 bit 2 kernel addresses named (else printed as hex)
 //                 bit 3 end a symbol round after each event
+//                 bit 4 --native-frames interleaved (the event's entries and
+//                 its native frames merged by StackInterleaver)
 //   u8  version   picks the CPython layout (line-table format, offsets)
 //   u8  n         symbols: each i32 id, then a raw pyperf_symbol
 //   u16 n         line table bytes of the fake code object
@@ -192,6 +194,7 @@ struct RunFlags {
   bool native_on = false;
   bool kernel_names = false;
   bool end_rounds = false;
+  bool interleaved = false;
 
   static RunFlags From(uint8_t byte) {
     RunFlags f;
@@ -199,6 +202,7 @@ struct RunFlags {
     f.native_on = byte & 2;
     f.kernel_names = byte & 4;
     f.end_rounds = byte & 8;
+    f.interleaved = byte & 16;
     return f;
   }
 };
@@ -230,6 +234,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ebpf::pyperf::SampleAssembler assembler(&python, &kernel_stacks,
                                     run.kernel_names ? &s.kallsyms : &s.no_kallsyms);
+  assembler.set_interleaved(run.interleaved);
 
   ebpf::pyperf::TrackedProcess tracked;
   tracked.pid = getpid();

@@ -181,12 +181,15 @@ def symbol(cls, function, file, first_line):
 
 
 def event(tid, comm, frames, kernel_stack_id=-14, error=0, truncated=0, mm=0, ip=0, sp=0,
-          user_stack=b"", user_stack_start=0, generation=0, no_thread_state=0):
-    head = struct.pack("<II16siIBBBBIQQQQQII", 0, tid, comm, kernel_stack_id, len(frames), error,
-                       truncated, 0, no_thread_state, generation, ip, sp, 0, mm,
-                       user_stack_start, len(user_stack), 0)
-    body = b"".join(struct.pack("<iiQ", sid, lasti, code) for sid, lasti, code in frames)
-    body = body.ljust(128 * 16, b"\0")
+          user_stack=b"", user_stack_start=0, generation=0, no_thread_state=0, entries=(),
+          stack_cut=0):
+    head = struct.pack("<II16siIBBBBIQQQQQIBB2x", 0, tid, comm, kernel_stack_id, len(frames),
+                       error, truncated, 0, no_thread_state, generation, ip, sp, 0, mm,
+                       user_stack_start, len(user_stack), 0, stack_cut)
+    # entries[128] (PYPERF_ENTRY_* per frame), then frames[128].
+    body = b"".join(struct.pack("<I", e) for e in entries).ljust(128 * 4, b"\0")
+    body += b"".join(struct.pack("<iiQ", sid, lasti, code)
+                     for sid, lasti, code in frames).ljust(128 * 16, b"\0")
     record = head + body + user_stack
     assert len(head) == 88
     return struct.pack("<H", len(record)) + record
@@ -219,10 +222,14 @@ def event_seeds():
               event(1242, b"python3", frames, mm=0x2000, kernel_stack_id=-17) +
               struct.pack("<H", 100) + b"\x01" * 100 +
               event(1243, b"t", [(1, 2, 1)], ip=0x401000, sp=0x7ffd0000, user_stack_start=0x7ffcfff8,
-                    user_stack=bytes(range(64)), generation=1, kernel_stack_id=5))
+                    user_stack=bytes(range(64)), generation=1, kernel_stack_id=5) +
+              # Entries: a 3.11 entry frame, and a 3.12+ shim 0x40 above sp.
+              event(1244, b"i", frames, ip=0x401000, sp=0x7ffd0000, user_stack_start=0x7ffcfff8,
+                    user_stack=bytes(range(64)), entries=(0, 1, 0x42), stack_cut=1))
     for name, flags, version, table in (("lines_first_311", 0, 6, locations),
                                          ("lines_current_311", 1 | 4 | 8, 6, locations),
                                          ("lines_current_310_native", 1 | 2 | 4, 5, linetable310),
+                                         ("interleaved_311", 2 | 16, 6, locations),
                                          ("lines_current_27", 1, 0, bytes([2, 1, 4, 1, 10, 3]))):
         write(t, "seed_" + name,
               bytes([flags, version]) + sym_bytes + struct.pack("<H", len(table)) + table +

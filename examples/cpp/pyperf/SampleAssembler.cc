@@ -137,7 +137,8 @@ void SampleAssembler::AddInterleavedFrames(const pyperf_event& event, size_t siz
   if (!event.replaced) {
     python_->AppendFrames(event, process, dictionary_, &python_frames_, &counters_.symbol_errors);
     // Before 3.11 every frame is its own call of the eval loop.
-    const bool frame_objects = !process.offsets || process.offsets->frame_kind == PYPERF_FRAME_OBJECT;
+    const bool frame_objects =
+        !process.offsets || process.offsets->frame_kind == PYPERF_FRAME_OBJECT;
     const size_t n = python_frames_.size();
     for (size_t j = 0; j < n; ++j)
       python_entries_.push_back(frame_objects ? PYPERF_ENTRY_UNANCHORED

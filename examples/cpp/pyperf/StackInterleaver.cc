@@ -78,7 +78,7 @@ void AppendInterleavedFrames(const PythonCalls& python, uint64_t sp,
   std::vector<int>& pairs = PairsScratch();
   pairs.assign(native.size(), -1);
   const bool native_complete = !result.error && !result.truncated && !result.copy_ended;
-  size_t placed = 0;          // calls paired so far
+  size_t placed = 0;            // calls paired so far
   size_t kept = native.size();  // native frames below this index are printed
   bool unpaired = open_root && python.complete;
   for (size_t i = 0; !unpaired && i < native.size(); ++i) {

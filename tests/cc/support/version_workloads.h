@@ -21,8 +21,8 @@
 namespace pyperf_test {
 
 struct VersionWorkload {
-  std::string name;         // the target's name
-  std::string unavailable;  // why it cannot run here; "" when it runs
+  std::string name;                // the target's name
+  std::string unavailable;         // why it cannot run here; "" when it runs
   std::optional<PythonRoot> root;  // a container's root
   // The workload's directory: a container's inside its root. Declared before
   // the process, so that the process dies first.
