@@ -72,7 +72,9 @@ struct NativeUnwinderOptions {
   // Stop-set frames are marked (NativeFrame::stop_symbol), not the end.
   bool walk_past_stop_symbols = false;
   // The stack is read only from the snapshot's copy, never live: a step
-  // beyond it ends the unwind (NativeUnwindResult::copy_ended).
+  // beyond it ends the unwind (NativeUnwindResult::copy_ended). (A module's
+  // writable data, read for an FDE's personality pointer, is still read
+  // from the process.)
   bool stack_copy_only = false;
   bool cache_enabled = true;
   // `sym (/full/path)` and `/full/path+0xaddr` instead of `sym` and

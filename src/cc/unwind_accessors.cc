@@ -50,8 +50,20 @@ int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, voi
     }
   }
   if (call->stack_copy_only) {
-    if (s.stack_cut && addr >= s.sp) call->copy_ended = true;
-    return -UNW_EINVAL;
+    // The stack is read only from the copy. A module's own writable data (a
+    // GOT entry libunwind reads for an FDE's personality routine: glibc's
+    // qsort_r has one) is not the stack, and is read from the process.
+    bool module_data = false;
+    for (const auto& served : call->served) {
+      if (served.module &&
+          served.module->image().BytesAtVaddr(addr - served.bias, sizeof(*val), true)) {
+        module_data = true;
+      }
+    }
+    if (!module_data) {
+      if (s.stack_cut && addr >= s.sp) call->copy_ended = true;
+      return -UNW_EINVAL;
+    }
   }
   ++*call->remote_reads;
   return call->process->target->ReadMemory(addr, val, sizeof(*val)) ? 0 : -UNW_EINVAL;

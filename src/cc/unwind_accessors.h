@@ -55,8 +55,9 @@ struct UnwindCall {
   // process->target->file_image_is_memory(), asked once per unwind rather
   // than on every memory read.
   bool file_image_is_memory = false;
-  // UnwindBounds::stack_copy_only: no live reads; a refused read at or above
-  // sp of a cut copy (NativeSnapshot::stack_cut) sets copy_ended.
+  // UnwindBounds::stack_copy_only: no live reads but of a served module's
+  // writable data; a refused read at or above sp of a cut copy
+  // (NativeSnapshot::stack_cut) sets copy_ended.
   bool stack_copy_only = false;
   bool copy_ended = false;
 

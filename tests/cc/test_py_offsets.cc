@@ -220,6 +220,13 @@ const std::vector<BpfAssumption>& BpfAssumptions() {
        "(long)offsetof(PyCompactUnicodeObject, utf8) - (long)sizeof(PyASCIIObject)",
        8,
        {3, 0, 0}},
+      // walk_python_stack finds a call's previous _PyCFrame right after its
+      // current_frame (3.11, 3.12: the versions with a _PyCFrame).
+      {"cframe_previous_after_current_frame",
+       "(long)offsetof(_PyCFrame, previous) - (long)offsetof(_PyCFrame, current_frame)",
+       8,
+       {3, 11, 0},
+       {3, 12, 0}},
       // walk_python_stack skips owners >= frame_owner_shim: every Python
       // call's owner must lie below it, every shim's at or above it.
       {"python_owners_below_shim",

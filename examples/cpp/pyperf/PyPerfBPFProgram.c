@@ -46,6 +46,9 @@
 struct pyperf_sample_state {
   u64 task;
   u64 frame;
+  /* 3.11, 3.12: the _PyCFrame of the eval-loop call whose frames the walk is
+   * in (its current_frame must be the leaf-most of them); 0 elsewhere. */
+  u64 cframe;
   u64 walk_cursor;
   u64 fsbase; /* the sampled task's thread pointer (pthread_self) */
   u32 thread_walks;
@@ -241,6 +244,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->error = PYPERF_ERROR_NONE;
   event->truncated = 0;
   event->no_thread_state = 0;
+  event->calls_mismatch = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
   event->user_stack_cut = 0;
@@ -269,6 +273,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->checked_file_print = 0;
   state->walk_cursor = 0;
   state->frame = 0;
+  state->cframe = 0;
   state->fsbase = 0;
   state->cycle_mark = 0;
   state->cycle_steps = 0;

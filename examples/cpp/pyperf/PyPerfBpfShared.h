@@ -275,7 +275,11 @@ struct pyperf_event {
   /* The copy stopped at its size (USER_STACK_PAGES), not where the stack's
    * memory ended: the stack goes on beyond it. */
   pp_u8 user_stack_cut;
-  pp_u8 pad2[2];
+  /* 3.11, 3.12: a run of frames did not begin where its eval-loop call's
+   * _PyCFrame says (a call being entered as the sample was taken): which
+   * frames a call ran is not known. */
+  pp_u8 calls_mismatch;
+  pp_u8 pad2[1];
   /* Where each frame's eval-loop call begins: entries[i] (PYPERF_ENTRY_*)
    * for frames[i], valid below frame_count. */
   pp_u32 entries[PYPERF_MAX_FRAMES];

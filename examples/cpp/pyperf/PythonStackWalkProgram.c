@@ -75,6 +75,7 @@ found:
   if (o->frame_kind == PYPERF_FRAME_INTERPRETER && o->cframe_current_frame >= 0) {
     u64 cframe = read_ptr(tstate + o->tstate_frame);
     state->frame = cframe ? read_ptr(cframe + o->cframe_current_frame) : 0;
+    state->cframe = cframe;
   } else {
     state->frame = read_ptr(tstate + o->tstate_frame);
   }
@@ -98,6 +99,13 @@ static __always_inline void drop_repeated_frames(struct pyperf_sample_state *sta
       break;
     }
   }
+}
+
+/* 3.11, 3.12: the walk left a call's run of frames; the next (rootward)
+ * call's _PyCFrame is this one's previous, right after its current_frame. */
+static __always_inline void next_cframe(struct pyperf_sample_state *state,
+                                        struct pyperf_offsets *o) {
+  if (state->cframe) state->cframe = read_ptr(state->cframe + o->cframe_current_frame + 8);
 }
 
 int walk_python_stack(struct bpf_perf_event_data *ctx) {
@@ -151,12 +159,15 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
          * shim off this stack (3.15's tstate->base_frame, the root of every
          * thread's chain, right after its first call's own shim) does not
          * take the place of an anchor. */
-        if (n > 0 && owner == o->frame_owner_shim) {
-          u32 *entry = &event->entries[(n - 1) & (MAX_FRAMES - 1)];
-          if (frame >= event->sp && distance < 0xfffff000)
-            *entry = (u32)distance + PYPERF_ENTRY_ANCHOR_BASE;
-          else if (*entry == PYPERF_ENTRY_NONE)
-            *entry = PYPERF_ENTRY_UNANCHORED;
+        if (owner == o->frame_owner_shim) {
+          if (n > 0) {
+            u32 *entry = &event->entries[(n - 1) & (MAX_FRAMES - 1)];
+            if (frame >= event->sp && distance < 0xfffff000)
+              *entry = (u32)distance + PYPERF_ENTRY_ANCHOR_BASE;
+            else if (*entry == PYPERF_ENTRY_NONE)
+              *entry = PYPERF_ENTRY_UNANCHORED;
+          }
+          next_cframe(state, o); /* 3.12: the next call's */
         }
       }
     }
@@ -182,10 +193,16 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
           f->lasti = instr ? (s32)(instr - (code + o->code_code_adaptive)) : -1;
         }
       }
+      /* The leaf-most frame of a call's run must be its _PyCFrame's
+       * current_frame (3.11, 3.12). */
+      if (state->cframe && n > 0 &&
+          event->entries[(n - 1) & (MAX_FRAMES - 1)] != PYPERF_ENTRY_NONE &&
+          read_ptr(state->cframe + o->cframe_current_frame) != frame)
+        event->calls_mismatch = 1;
+      int is_entry = o->frame_is_entry >= 0 && FRAME_U8(state, frame, o->frame_is_entry);
       event->entries[n & (MAX_FRAMES - 1)] =
-          o->frame_is_entry >= 0 && FRAME_U8(state, frame, o->frame_is_entry)
-              ? PYPERF_ENTRY_UNANCHORED
-              : PYPERF_ENTRY_NONE;
+          is_entry ? PYPERF_ENTRY_UNANCHORED : PYPERF_ENTRY_NONE;
+      if (is_entry) next_cframe(state, o); /* 3.11: the next call's */
       state->frame_addr[n & (MAX_FRAMES - 1)] = frame;
       state->recorded_since_mark++;
       event->frame_count = n + 1;

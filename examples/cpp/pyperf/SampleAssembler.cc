@@ -148,6 +148,7 @@ void SampleAssembler::AddInterleavedFrames(const pyperf_event& event, size_t siz
   python.frames = &python_frames_;
   python.entries = &python_entries_;
   python.complete = !event.replaced && !event.truncated && event.error == PYPERF_ERROR_NONE;
+  python.runs_known = event.calls_mismatch == 0;
   AppendInterleavedFrames(python, event.sp, trace.frames(), trace.result(),
                           NativeStackTrace::unwinder(), dictionary_, &sample_->frames,
                           &counters_.interleave);

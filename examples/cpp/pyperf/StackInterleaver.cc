@@ -80,7 +80,7 @@ void AppendInterleavedFrames(const PythonCalls& python, uint64_t sp,
   const bool native_complete = !result.error && !result.truncated && !result.copy_ended;
   size_t placed = 0;            // calls paired so far
   size_t kept = native.size();  // native frames below this index are printed
-  bool unpaired = open_root && python.complete;
+  bool unpaired = (open_root && python.complete) || !python.runs_known;
   for (size_t i = 0; !unpaired && i < native.size(); ++i) {
     const NativeFrame& f = native[i];
     if (f.error) continue;

@@ -16,8 +16,10 @@
 //   are printed first, root first, then kNativeStackCopyEnded, then the part
 //   that was placed;
 // - eval-loop frames and calls that do not pair up (a sample taken as a call
-//   is entered or left, or a stack that is not what it seems): every Python
-//   frame, then kUnpairedEvalLoopFrames, then every native frame, unmerged.
+//   is entered or left, or a stack that is not what it seems), or runs of
+//   frames the BPF walk found not to begin where their call's _PyCFrame says
+//   (3.11, 3.12: PythonCalls::runs_known): every Python frame, then
+//   kUnpairedEvalLoopFrames, then every native frame, unmerged.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,8 @@ struct PythonCalls {
   const std::vector<SampleFrame>* frames = nullptr;
   const std::vector<uint32_t>* entries = nullptr;
   bool complete = true;
+  // The runs are the calls' own (pyperf_event.calls_mismatch not set).
+  bool runs_known = true;
 };
 
 // Appends the interleaved frames of one sample to *out, root first.

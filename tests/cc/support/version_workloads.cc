@@ -100,14 +100,15 @@ bool Printed(const VersionWorkload& w, const std::string& text) {
 }
 
 void WaitUntilReady(std::vector<std::unique_ptr<VersionWorkload>>& workloads,
-                    const std::function<std::string(VersionWorkload*)>& check) {
+                    const std::function<std::string(VersionWorkload*)>& check,
+                    std::chrono::seconds timeout) {
   WaitFor(
       [&] {
         for (auto& w : workloads)
           if (w->process && !Printed(*w, "ready\n") && w->process->Running()) return false;
         return true;
       },
-      kWorkloadReadyTimeout);
+      timeout);
   for (auto& w : workloads) {
     if (!w->process) continue;
     auto fail = [&](const std::string& why) {

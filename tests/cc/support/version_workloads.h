@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/e2e.h"
 #include "support/python_roots.h"
 #include "support/test_support.h"
 
@@ -54,12 +55,13 @@ std::vector<std::unique_ptr<VersionWorkload>> StartOnEveryVersion(const std::str
 // run; false if none can.
 bool ReportUnavailable(const std::vector<std::unique_ptr<VersionWorkload>>& workloads);
 
-// Waits for every started workload's "ready" line and finds its host pid (a
+// Waits `timeout` for every started workload's "ready" line and finds its host pid (a
 // container's: unshare's one child). A workload that does not get there, or
 // whose `check` (given its stdout; "" = fine) fails, is a failure and is
 // stopped (its process reset).
 void WaitUntilReady(std::vector<std::unique_ptr<VersionWorkload>>& workloads,
-                    const std::function<std::string(VersionWorkload*)>& check);
+                    const std::function<std::string(VersionWorkload*)>& check,
+                    std::chrono::seconds timeout = kWorkloadReadyTimeout);
 
 // Starts PyPerf with `args` and a -p for every workload running, waits for
 // it to be ready, releases the workloads (SIGUSR1) and waits up to `deadline`
