@@ -38,7 +38,14 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=86"
 
 cd "$BUILD_DIR"
 status=0
-ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" -L 'unit|sanitized' "$@" || status=$?
+# Unit tests two at a time, the end-to-end subset one at a time (as scripts/test.sh).
+ctest --output-on-failure --timeout 900 -j"${PYPERF_UNIT_JOBS:-2}" -L '^unit$' "$@" || status=$?
+# Each ctest run rewrites LastTest.log: the unit tests' output is kept aside.
+rm -f Testing/Temporary/LastTest-unit.log
+if [[ -f Testing/Temporary/LastTest.log ]]; then
+  mv Testing/Temporary/LastTest.log Testing/Temporary/LastTest-unit.log
+fi
+ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" -L 'sanitized' "$@" || status=$?
 t_test=$(date +%s)
 
 shopt -s nullglob
@@ -51,11 +58,13 @@ if ((${#reports[@]})); then
   echo "test-sanitized: ${#reports[@]} sanitizer report file(s), above" >&2
   status=1
 fi
-if [[ -f Testing/Temporary/LastTest.log ]] &&
-  grep -E -n "runtime error: |ERROR: (Address|Leak)Sanitizer|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer" \
-    Testing/Temporary/LastTest.log; then
-  echo "test-sanitized: sanitizer reports in the tests' output (Testing/Temporary/LastTest.log)" >&2
-  status=1
-fi
+for log in Testing/Temporary/LastTest-unit.log Testing/Temporary/LastTest.log; do
+  if [[ -f $log ]] &&
+    grep -E -n "runtime error: |ERROR: (Address|Leak)Sanitizer|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer" \
+      "$log"; then
+    echo "test-sanitized: sanitizer reports in the tests' output ($log)" >&2
+    status=1
+  fi
+done
 echo "sanitized times: build $((t_build - start)) s, tests $((t_test - t_build)) s"
 exit "$status"

@@ -18,7 +18,12 @@ t_setup=$(date +%s)
 "$ROOT/scripts/build.sh"
 t_build=$(date +%s)
 cd "$BUILD_DIR"
-ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" "$@"
+# The unit tests two at a time (each is self-contained and quick), then the
+# others (end-to-end: whole-host sampling, timing of their own) one at a time.
+status=0
+ctest --output-on-failure --timeout 900 -j"${PYPERF_UNIT_JOBS:-2}" -L '^unit$' "$@" || status=$?
+ctest --output-on-failure --timeout 900 -j"${PYPERF_TEST_JOBS:-1}" -LE '^unit$' "$@" || status=$?
+if [[ $status != 0 ]]; then exit "$status"; fi
 t_test=$(date +%s)
 echo "times: setup $((t_setup - start)) s, build $((t_build - t_setup)) s, tests $((t_test - t_build)) s"
 # Then the unit tests and an end-to-end subset (every CPython layout, native
