@@ -2,7 +2,8 @@
 // two BPF symbol maps that behaves as the program does: interning a key gives
 // a new id, retiring deletes both entries. Checked: an id resolves to its own
 // symbol; idle ids are retired after their age; a full map is brought back
-// to its low mark, least recently used first; a retired id still resolves
+// to its low mark, least recently used first; the marks leave two rounds of
+// room at a fast rate of new symbols; a retired id still resolves
 // until a full drain a round later, then not; ids no event named are found
 // by a walk and retired. And a decoded symbol's qualified name.
 #include <gtest/gtest.h>
@@ -154,18 +155,20 @@ TEST(PythonSymbolTable, AFullMapGoesBackToItsLowMarkLeastRecentlyUsedFirst) {
   limits.max_idle_rounds = 1000;  // pressure alone
   PythonSymbolTable table(maps.Maps(), limits);
   std::vector<int32_t> ids;
-  // Symbols interned in batches, one batch a round, each used when interned;
-  // f0..f4 are used again every round. After the sixth round the maps hold
-  // 90 (not above 90% of 100); the seventh brings 95, and the 20 least
-  // recently used, f5..f24 (rounds 1 and 2), are retired.
-  for (int batch : {10, 15, 20, 20, 20, 5, 5}) {
-    for (int i = 0; i < batch; ++i) {
+  // Five new symbols a round, each used when interned; f0..f4 (the first
+  // round's) are used again every round. At five a round the percentages are
+  // the marks (100 - 2 * 5 is 90, and 90 - 5 is above 75). After 18 rounds the maps hold 90 (not
+  // above the high mark); the 19th brings 95, and the 20 least recently used, f5..f24 (rounds 2 to
+  // 5), are retired.
+  for (int round = 1; round <= 19; ++round) {
+    for (int i = 0; i < 5; ++i) {
       ids.push_back(maps.Intern("f" + std::to_string(ids.size())));
       table.Resolve(ids.back());
     }
     for (size_t hot = 0; hot < 5; ++hot) table.Resolve(ids[hot]);
     table.EndRound();
-    if (ids.size() == 90) {
+    EXPECT_EQ(table.stats().peak_per_round, 5u) << "round " << round;
+    if (round == 18) {
       EXPECT_EQ(maps.by_id.size(), 90u) << "at the high mark, not above";
     }
   }
@@ -174,6 +177,50 @@ TEST(PythonSymbolTable, AFullMapGoesBackToItsLowMarkLeastRecentlyUsedFirst) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 1u) << "f" << i;
   for (int i = 5; i < 25; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 0u) << "f" << i;
   for (int i = 25; i < 95; ++i) EXPECT_EQ(maps.by_id.count(ids[i]), 1u) << "f" << i;
+}
+
+// New symbols at a high rate: the marks leave room for two rounds of the peak
+// (BPF finds a map full, and a frame is [Lost Symbol], only once the room
+// left at a round's end is used up), and go back to the percentages once the
+// rate falls.
+TEST(PythonSymbolTable, AFastRateOfNewSymbolsKeepsTwoRoundsOfRoom) {
+  FakeMaps maps;
+  auto limits = SmallLimits();
+  limits.max_idle_rounds = 1000;
+  PythonSymbolTable table(maps.Maps(), limits);
+  int made = 0;
+  auto round_of = [&](int n) {
+    for (int i = 0; i < n; ++i) table.Resolve(maps.Intern("f" + std::to_string(made++)));
+    table.EndRound();
+  };
+  // 20 a round: high 100 - 40 = 60, low 60 - 20 = 40. Rounds 1..3 bring 60;
+  // the fourth 80, retired down to 40, the 40 least recent (rounds 1 and 2).
+  for (int round = 1; round <= 12; ++round) {
+    round_of(20);
+    EXPECT_EQ(table.stats().peak_per_round, 20u);
+    EXPECT_LE(maps.by_id.size() + 2 * 20, limits.capacity) << "round " << round;
+    if (round == 3) {
+      EXPECT_EQ(maps.by_id.size(), 60u);
+    }
+    if (round == 4) {
+      EXPECT_EQ(maps.by_id.size(), 40u);
+      EXPECT_EQ(maps.by_key.count("f0") + maps.by_key.count("f39"), 0u) << "rounds 1 and 2 retired";
+      EXPECT_EQ(maps.by_key.count("f40"), 1u) << "round 3's symbols stay";
+    }
+  }
+  // A late round that brings twice the peak still fits in the room left.
+  for (int i = 0; i < 40; ++i) table.Resolve(maps.Intern("f" + std::to_string(made++)));
+  EXPECT_LE(maps.by_id.size(), limits.capacity);
+  table.EndRound();
+  EXPECT_EQ(table.stats().peak_per_round, 40u);
+  // The rate falls to nothing: the peak decays to 0, and a slow fill to 90
+  // retires nothing.
+  for (int round = 0; round < 40; ++round) round_of(0);
+  EXPECT_EQ(table.stats().peak_per_round, 0u);
+  const uint64_t retired = table.stats().retired;
+  while (maps.by_id.size() < 90) round_of(1);
+  EXPECT_EQ(maps.by_id.size(), 90u);
+  EXPECT_EQ(table.stats().retired, retired) << "the percentages are the marks again";
 }
 
 TEST(PythonSymbolTable, ARetiredIdResolvesUntilAFullDrainARoundLater) {

@@ -4,14 +4,16 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string_view>
 
-#include "NativeStackTrace.h"
 #include "FrameSpelling.h"
 #include "KernelOffsetCheck.h"
+#include "NativeStackTrace.h"
 #include "btf_offsets.h"
 #include "compiler_memory.h"
 #include "scoped_priority.h"
@@ -142,8 +144,8 @@ Status PyPerfProfiler::Init() {
       std::make_unique<SampleAssembler>(python_.get(), kernel_stacks_.get(), &kernel_symbols_);
   assembler_->set_interleaved(options_.native_frames == NativeFramesMode::kInterleaved);
   SampleAssembler* assembler = assembler_.get();
-  tracker_ = std::make_unique<ProcessTracker>(options_.pids, bpf_.get(), &log_,
-                                              [assembler](pid_t pid) { assembler->ForgetProcess(pid); });
+  tracker_ = std::make_unique<ProcessTracker>(
+      options_.pids, bpf_.get(), &log_, [assembler](pid_t pid) { assembler->ForgetProcess(pid); });
 
   Status st = bpf_->OpenEvents([this](const pyperf_event& e, size_t size) { OnEvent(e, size); },
                                [this](uint64_t lost) { lost_ += lost; });
@@ -187,9 +189,9 @@ void PyPerfProfiler::LogTables() {
       " of " + std::to_string(fill.thread_states_max) + ", tracked " +
       std::to_string(tracker_->tracked()) + ", rejected " + std::to_string(tracker_->rejected()) +
       ", layouts " + std::to_string(tracker_->layouts()) + " of " +
-      std::to_string(PYPERF_MAX_LAYOUTS) +
-      ", line tables " + std::to_string(python_->line_tables()) + " (" +
-      std::to_string(python_->line_table_bytes()) + " bytes)";
+      std::to_string(PYPERF_MAX_LAYOUTS) + ", line tables " +
+      std::to_string(python_->line_tables()) + " (" + std::to_string(python_->line_table_bytes()) +
+      " bytes)";
   if (const NativeUnwinder* native = NativeStackTrace::unwinder()) {
     const NativeUnwinderStats n = native->stats();
     line += ", native names " + std::to_string(n.names.entries) + " (" +
@@ -269,8 +271,8 @@ Status PyPerfProfiler::Dump(bool final_dump) {
            (unsigned long long)kernel_stacks_freed_,
            (unsigned long long)(symbols.retired - symbols_retired_at_last_dump_),
            (unsigned long long)symbols.in_maps, (unsigned long long)counters.native_stack_errors,
-           (unsigned long long)counters.sample_errors,
-           (unsigned long long)counters.no_thread_state, (unsigned long long)counters.replaced,
+           (unsigned long long)counters.sample_errors, (unsigned long long)counters.no_thread_state,
+           (unsigned long long)counters.replaced,
            (unsigned long long)(log_dropped - log_dropped_at_last_report_), tracker_->tracked(),
            info->file.empty() ? "stdout" : info->file.c_str());
   std::string native_line;
@@ -303,11 +305,14 @@ Status PyPerfProfiler::Dump(bool final_dump) {
   if (options_.verbosity >= 2) {
     const PyPerfBpf::CodeCacheCounts code = bpf_->CodeCache();
     log_.Log(2, "symbols: in map " + std::to_string(symbols.in_maps) + " of " +
-               std::to_string(options_.symbols_map_size) + ", cached " +
-               std::to_string(symbols.cached) + ", retired " + std::to_string(symbols.retired) +
-               " (never named " + std::to_string(symbols.unknown) + "), map walks " +
-               std::to_string(symbols.walks) + "; code objects: frames named from the cache " +
-               std::to_string(code.hits) + ", by their strings " + std::to_string(code.misses));
+                    std::to_string(options_.symbols_map_size) + ", cached " +
+                    std::to_string(symbols.cached) + ", new a round (peak) " +
+                    std::to_string(symbols.peak_per_round) + ", retired " +
+                    std::to_string(symbols.retired) + " (never named " +
+                    std::to_string(symbols.unknown) + "), map walks " +
+                    std::to_string(symbols.walks) + "; code objects: frames named from the cache " +
+                    std::to_string(code.hits) + ", by their strings " +
+                    std::to_string(code.misses));
   }
   if (options_.verbosity >= 2) LogTables();
   assembler_->counters() = SampleCounters{};
@@ -333,8 +338,8 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
     // Nothing is compiled from here on: the compiler's pages and heap go.
     const ReleasedMemory released = ReleaseCompilerMemory();
     log_.Log(2, "released " + std::to_string(released.compiler_text_bytes >> 20) +
-                    " MiB of the BPF compiler's code pages (" +
-                    std::to_string(released.mappings) + " mappings) and the compile's free heap");
+                    " MiB of the BPF compiler's code pages (" + std::to_string(released.mappings) +
+                    " mappings) and the compile's free heap");
   }
   // A SIGUSR2 before the output file existed asked for an interval that had
   // not begun: the first dump is the first one requested once ready.
@@ -359,11 +364,17 @@ int PyPerfProfiler::Run(const std::function<void()>& on_ready) {
   auto deadline = now + std::chrono::seconds(options_.duration_seconds);
   int exit_code = 0;
   while (!g_stop_requested) {
-    int polled = bpf_->Poll(kRoundMs);
+    // Poll no later than the round is due: a wake-up (a ring past its
+    // watermark) just before it must not put the round off by a whole poll.
+    const auto until_round =
+        std::chrono::ceil<std::chrono::milliseconds>(next_round - Clock::now()).count();
+    int polled = bpf_->Poll(static_cast<int>(std::clamp<int64_t>(until_round, 0, kRoundMs)));
     if (polled < 0 && errno != EINTR) log_.Log(1, "perf buffer poll failed");
-    // A sampling round is kRoundMs of sampling, however many wake-ups it took.
-    if (Clock::now() >= next_round) {
-      next_round = Clock::now() + std::chrono::milliseconds(kRoundMs);
+    // A sampling round is kRoundMs of sampling, however many wake-ups it took;
+    // rounds keep their beat, and one late by more than a round starts anew.
+    if (const auto round_now = Clock::now(); round_now >= next_round) {
+      next_round += std::chrono::milliseconds(kRoundMs);
+      if (next_round <= round_now) next_round = round_now + std::chrono::milliseconds(kRoundMs);
       if (tracker_->rescan_asked()) {  // a process exec'd: look at it again now
         tracker_->clear_rescan_asked();
         Rescan();

@@ -44,6 +44,11 @@ void PythonSymbolTable::RefreshFill() {
   if (!counts) return;
   interned_ = 0;
   for (uint64_t n : *counts) interned_ += n;
+  const uint64_t this_round =
+      interned_ > interned_at_round_end_ ? interned_ - interned_at_round_end_ : 0;
+  interned_at_round_end_ = interned_;
+  stats_.peak_per_round =
+      std::max(this_round, stats_.peak_per_round - (stats_.peak_per_round + 7) / 8);
   CountInMaps();
 }
 
@@ -66,7 +71,8 @@ void PythonSymbolTable::RetireUnknownIds() {
     // so its symbol is kept like any retired one's.
     auto raw = maps_.lookup(id);
     if (!raw) continue;
-    auto& entry = entries_.emplace(id, Entry{DecodePythonSymbol(*raw), 0, std::nullopt}).first->second;
+    auto& entry =
+        entries_.emplace(id, Entry{DecodePythonSymbol(*raw), 0, std::nullopt}).first->second;
     ++live_known_;
     Retire(id, &entry);
     ++stats_.unknown;
@@ -80,8 +86,10 @@ void PythonSymbolTable::RetireIdle() {
 }
 
 void PythonSymbolTable::RetireUnderPressure() {
-  const uint64_t high = limits_.capacity * limits_.high_percent / 100;
-  const uint64_t low = limits_.capacity * limits_.low_percent / 100;
+  const uint64_t cap = limits_.capacity, peak = stats_.peak_per_round;
+  const uint64_t high =
+      std::min(cap * limits_.high_percent / 100, cap > 2 * peak ? cap - 2 * peak : 0);
+  const uint64_t low = std::min(cap * limits_.low_percent / 100, high > peak ? high - peak : 0);
   if (stats_.in_maps <= high) return;
   std::vector<std::pair<uint64_t, int32_t>> by_use;  // (last used, id)
   by_use.reserve(live_known_);

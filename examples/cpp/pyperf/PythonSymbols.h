@@ -7,9 +7,18 @@
 //
 // Aging. Every id an event names is marked used in the current round. Once
 // per round, ids unused for `max_idle_rounds` are retired, and when the maps
-// are fuller than `high_percent` the least recently used ids are retired
-// until they are at `low_percent`. Retiring deletes the id from both maps, so
+// are fuller than the high mark the least recently used ids are retired
+// until they are at the low mark. Retiring deletes the id from both maps, so
 // the next sample of that code interns it again under a new id.
+//
+// The marks follow the rate of new symbols. BPF can only intern into room
+// left at the last round's end, and a round may come late, so the high mark
+// leaves room for two rounds of the most ids a recent round interned (its
+// peak, decaying by an eighth a round, rounded up), and the low mark for a
+// third one:
+//   high = min(high_percent, capacity - 2 * peak)
+//   low  = min(low_percent,  high - peak)
+// A host whose code is steady has a peak near 0, and the percentages rule.
 //
 // In flight. An event taken just before its id was retired may still be in
 // a perf ring. A retired id's symbol is therefore kept here (still resolving)
@@ -73,12 +82,13 @@ class PythonSymbolTable {
   };
 
   struct Stats {
-    uint64_t in_maps = 0;   // ids in the maps: interned less retired
-    uint64_t cached = 0;    // symbols held here, retired ones waiting for a drain included
-    uint64_t retired = 0;   // ids retired so far
-    uint64_t unknown = 0;   // of those, ids no event had named (found by a walk)
-    uint64_t walks = 0;     // walks of symbol_by_id
+    uint64_t in_maps = 0;  // ids in the maps: interned less retired
+    uint64_t cached = 0;   // symbols held here, retired ones waiting for a drain included
+    uint64_t retired = 0;  // ids retired so far
+    uint64_t unknown = 0;  // of those, ids no event had named (found by a walk)
+    uint64_t walks = 0;    // walks of symbol_by_id
     uint64_t rounds = 0;
+    uint64_t peak_per_round = 0;  // ids interned in a round: the recent peak
   };
 
   PythonSymbolTable(Maps maps, Limits limits);
@@ -99,7 +109,7 @@ class PythonSymbolTable {
  private:
   struct Entry {
     PythonSymbol symbol;
-    uint64_t last_used = 0;                  // round
+    uint64_t last_used = 0;                 // round
     std::optional<uint64_t> retired_round;  // set once retired: kept for events in flight
   };
 
@@ -117,6 +127,7 @@ class PythonSymbolTable {
   std::unordered_map<int32_t, Entry> entries_;
   uint64_t live_known_ = 0;  // entries not retired
   uint64_t interned_ = 0;    // sum of the per-CPU counts
+  uint64_t interned_at_round_end_ = 0;
   std::deque<std::pair<uint64_t, int32_t>> retired_;  // (round, id), oldest first
   uint64_t next_idle_scan_ = 0;
 };
