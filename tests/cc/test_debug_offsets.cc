@@ -65,6 +65,12 @@ const std::map<std::string, std::string>& ExpectedFromHeaders() {
       {"code_object.argcount", "offsetof(PyCodeObject, co_argcount)"},
       {"code_object.localsplusnames", "offsetof(PyCodeObject, co_localsplusnames)"},
       {"code_object.co_code_adaptive", "offsetof(PyCodeObject, co_code_adaptive)"},
+      {"gen_object.gi_iframe", "offsetof(PyGenObject, gi_iframe)"},
+      {"type_object.tp_flags", "offsetof(PyTypeObject, tp_flags)"},
+      {"long_object.lv_tag", "offsetof(PyLongObject, long_value.lv_tag)"},
+      {"long_object.ob_digit", "offsetof(PyLongObject, long_value.ob_digit)"},
+      {"set_object.table", "offsetof(PySetObject, table)"},
+      {"set_object.mask", "offsetof(PySetObject, mask)"},
       {"pyobject.size", "sizeof(PyObject)"},
       {"pyobject.ob_type", "offsetof(PyObject, ob_type)"},
       {"type_object.size", "sizeof(PyTypeObject)"},
@@ -89,7 +95,12 @@ const std::map<std::string, std::string>& ExpectedFromHeaders() {
 std::vector<std::string> MembersPyPerfReads(const PythonVersion& v) {
   std::vector<std::string> members = {"version", "free_threaded", "runtime_state.size"};
   for (const DebugOffsetsMember& m : DebugOffsetsLayout(v)) {
-    if (std::string(m.path) == "unicode_object.compactunicodeobject_size")
+    const std::string path = m.path;
+    // --async-tasks (PyAsyncioOffsets.h) reads these where they are published.
+    if (path == "unicode_object.compactunicodeobject_size" || path == "gen_object.gi_iframe" ||
+        (v.AtLeast(3, 14) && (path == "type_object.tp_flags" || path == "long_object.lv_tag" ||
+                              path == "long_object.ob_digit" || path == "set_object.table" ||
+                              path == "set_object.mask")))
       members.push_back(m.path);
   }
   for (const DebugOffsetsCoverage& c : DebugOffsetsCoverageTable()) {
@@ -285,9 +296,22 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
 
   auto resolved = OffsetsForProcess(*info);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
-  EXPECT_EQ(resolved->source,
-            "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version, debug->free_threaded));
-  EXPECT_EQ(resolved->offsets, table) << "equal offsets share the table's pointer";
+  const std::string source =
+      "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version, debug->free_threaded);
+  if (!info->version.AtLeast(3, 14)) {
+    EXPECT_EQ(resolved->source, source);
+    EXPECT_EQ(resolved->offsets, table) << "equal offsets share the table's pointer";
+    EXPECT_EQ(resolved->offsets->tstate_running_task, 0) << "no asyncio task state before 3.14";
+    return;
+  }
+  // 3.14+: the table and the process's asyncio layout (PyAsyncioOffsets.h),
+  // its coroutine frame the header's PyGenObject.gi_iframe.
+  EXPECT_EQ(resolved->source, source + " + .AsyncioDebug") << resolved->asyncio_unavailable;
+  EXPECT_EQ(std::memcmp(resolved->offsets, table, offsetof(pyperf_offsets, tstate_running_task)),
+            0);
+  EXPECT_GT(resolved->offsets->tstate_running_task, 0);
+  EXPECT_EQ(resolved->offsets->gen_iframe,
+            static_cast<pp_s64>(facts->values.at("gen_object.gi_iframe")));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -366,9 +390,9 @@ constexpr LiteralPosition kLiteralPositions[] = {
     {"unicode_object.length", 552, 632, 728},
     {"unicode_object.asciiobject_size", 560, 640, 736},
 };
-// The struct's bytes through the last member PyPerf reads
-// (unicode_object.asciiobject_size; compactunicodeobject_size from 3.15).
-constexpr size_t kLiteralBytes313 = 568, kLiteralBytes314 = 648, kLiteralBytes315 = 752;
+// The struct's bytes through the last member PyPerf reads (gc.collecting on
+// 3.13; gen_object.gi_frame_state, for --async-tasks, from 3.14).
+constexpr size_t kLiteralBytes313 = 584, kLiteralBytes314 = 696, kLiteralBytes315 = 824;
 constexpr size_t kCompactUnicodeSizePosition315 = 744;
 
 size_t LiteralBytes(const PythonVersion& v) {

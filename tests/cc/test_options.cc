@@ -190,6 +190,13 @@ TEST(Options, InterleavedNativeFramesCopyEightPagesUnlessToldAndNeedNativeFrames
   EXPECT_NE(Refused({"--native-frames", "mixed"}).find("--native-frames"), std::string::npos);
 }
 
+TEST(Options, AsyncTasksIsASwitchNotYetWithInterleavedFrames) {
+  EXPECT_FALSE(Valid({}).async_tasks);
+  EXPECT_TRUE(Valid({"--async-tasks"}).async_tasks);
+  EXPECT_NE(Refused({"--async-tasks", "--native-frames", "interleaved"}).find("--async-tasks"),
+            std::string::npos);
+}
+
 // gProfiler's PythonEbpfProfiler.test(): its output path has a random prefix.
 TEST(Options, GProfilerTestCommandLine) {
   Options o =
@@ -254,6 +261,7 @@ constexpr ExpectedFlag kExpectedFlags[] = {
     {"--insert-dso-name", "", "off"},
     {"--line-numbers", "first|current", "first"},
     {"--native-frames", "leaf|interleaved", "leaf"},
+    {"--async-tasks", "", "off"},
     {"--native-cache", "on|off", "on"},
     {"--native-cache-entries", "N", "65536"},
     {"--native-cache-bytes", "SIZE", "16M"},

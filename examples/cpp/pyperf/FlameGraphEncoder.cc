@@ -22,13 +22,14 @@ const std::vector<std::pair<std::string, std::string>>& EmbeddedFlameGraphTempla
 namespace {
 
 // Node kinds, as flamegraph.js's KINDS lists them.
-enum NodeKind : int { kRoot = 0, kProcess, kThread, kPython, kNative, kKernel, kMarker };
+enum NodeKind : int { kRoot = 0, kProcess, kThread, kPython, kNative, kKernel, kMarker, kTask };
 
 // Frame kinds follow the page's levels in FrameKind's own order.
 int KindOf(FrameKind kind) { return kPython + static_cast<int>(kind); }
 static_assert(kPython + static_cast<int>(FrameKind::kNative) == kNative &&
                   kPython + static_cast<int>(FrameKind::kKernel) == kKernel &&
-                  kPython + static_cast<int>(FrameKind::kMarker) == kMarker,
+                  kPython + static_cast<int>(FrameKind::kMarker) == kMarker &&
+                  kPython + static_cast<int>(FrameKind::kTask) == kTask,
               "FrameKind and the page's kinds must line up");
 
 std::string_view TemplateFile(std::string_view name) {

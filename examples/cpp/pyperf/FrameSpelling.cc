@@ -81,6 +81,8 @@ std::string_view FrameSuffix(FrameKind kind) {
       return kNativeSuffix;
     case FrameKind::kKernel:
       return kKernelSuffix;
+    case FrameKind::kTask:
+      return kTaskSuffix;
     case FrameKind::kMarker:
       break;
   }
@@ -142,8 +144,8 @@ const StackSpeller::Names& StackSpeller::PythonNames(const SampleFrame& frame) {
   // The display name's file part: the module's last component (a package's
   // __init__.py is named by its directory, a frozen module by its own name).
   const size_t dot = module.rfind('.');
-  const std::string_view base =
-      dot == std::string::npos ? std::string_view(module) : std::string_view(module).substr(dot + 1);
+  const std::string_view base = dot == std::string::npos ? std::string_view(module)
+                                                         : std::string_view(module).substr(dot + 1);
   // Escaped as a whole: '.' never is, so this is each part escaped.
   for (auto [out, prefix] : {std::pair<std::string*, std::string_view>{&names.full, module},
                              std::pair<std::string*, std::string_view>{&names.display, base}}) {
@@ -166,13 +168,27 @@ std::string_view StackSpeller::Text(StringId id) {
   return escaped_.emplace(id, scratch_).first->second;
 }
 
+const std::string& StackSpeller::TaskName(const SampleFrame& frame) {
+  const uint64_t key = (uint64_t{frame.name} << 32) | frame.file;
+  auto it = task_names_.find(key);
+  if (it != task_names_.end()) return it->second;
+  std::string name;
+  ebpf::pyperf::AppendFrameText(String(frame.name), &name);
+  name += " (";
+  ebpf::pyperf::AppendFrameText(String(frame.file), &name);
+  name += ")";
+  return task_names_.emplace(key, std::move(name)).first->second;
+}
+
 std::string_view StackSpeller::FullName(const SampleFrame& frame) {
   if (frame.kind == FrameKind::kPython) return PythonNames(frame).full;
+  if (frame.kind == FrameKind::kTask) return TaskName(frame);
   return Text(frame.name);
 }
 
 std::string_view StackSpeller::DisplayName(const SampleFrame& frame) {
   if (frame.kind == FrameKind::kPython) return PythonNames(frame).display;
+  if (frame.kind == FrameKind::kTask) return TaskName(frame);
   return Text(frame.name);
 }
 
@@ -192,6 +208,8 @@ void StackSpeller::AppendCollapsedFrame(const SampleFrame& frame, std::string* o
     char line[16];
     int n = snprintf(line, sizeof(line), ":%d)", frame.line);
     out->append(line, static_cast<size_t>(n));
+  } else if (frame.kind == FrameKind::kTask) {
+    out->append(TaskName(frame));
   } else {
     ebpf::pyperf::AppendFrameText(String(frame.name), out);
   }

@@ -6,6 +6,8 @@
 //   _[pn] native      symbol_[pn]
 //   _[k]  kernel      symbol_[k]
 //   _[pe] marker      [Lost Symbol]_[pe], [Native Stack Error: ...]_[pe], ...
+//   _[pt] asyncio task   name (coroutine)_[pt], e.g. request-7 (handle)_[pt]
+//                        (--async-tasks; gProfiler never asks for them)
 // Markers stand where frames could not be had; their texts are below. Text
 // from outside (names, paths, comms) never holds ';' (the frame separator) or
 // a line break: those become '_'. A stack is "<comm>-<pid>/<tid>;frame;...",
@@ -35,6 +37,7 @@ inline constexpr std::string_view kPythonSuffix = "_[p]";
 inline constexpr std::string_view kNativeSuffix = "_[pn]";
 inline constexpr std::string_view kKernelSuffix = "_[k]";
 inline constexpr std::string_view kMarkerSuffix = "_[pe]";
+inline constexpr std::string_view kTaskSuffix = "_[pt]";
 
 inline constexpr char kFrameSeparator = ';';
 
@@ -66,6 +69,17 @@ inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";
 // A sample with no frame at all (no Python frames, native frames off, taken in
 // user mode): gProfiler cannot read a line without a frame, and would drop it.
 inline constexpr std::string_view kNoFrames = "[No Frames]";
+// --async-tasks: more tasks await the running one than an event holds
+// (PYPERF_MAX_TASKS); the root-most are missing. First frame.
+inline constexpr std::string_view kTaskChainTooDeep = "[Task Chain Too Deep]";
+// --async-tasks: a task awaiting the running one could not be read (freed or
+// reused under the sample, or an awaited-by set without a task in its first
+// entries); the tasks rootward of it are missing. First frame.
+inline constexpr std::string_view kTaskUnreadable = "[Task Unreadable]";
+// A task frame's name when the task's name object could not be read.
+inline constexpr std::string_view kUnreadableTaskName = "[Unreadable Task Name]";
+// A task without a name of its own is "Task-<n>", as asyncio names it.
+inline constexpr std::string_view kDefaultTaskNamePrefix = "Task-";
 // "[Sample Error <NAME>]": the BPF program could not walk the Python stack.
 inline constexpr std::string_view kSampleErrorOpen = "[Sample Error ";
 // "[Native Stack Error: <what failed>]": native unwinding failed; the frames
@@ -109,7 +123,7 @@ class StackSpeller {
   // Every name below is escaped as in the collapsed text (';' and line
   // breaks are '_'), so that each format shows a frame as gProfiler does.
   // The frame's full name: a Python frame's "module.Class.function" (without
-  // file and line), any other frame's text.
+  // file and line), a task's "name (coroutine)", any other frame's text.
   std::string_view FullName(const SampleFrame& frame);
   // The name people read: a Python frame's "<file base name>.Class.function";
   // any other frame's text.
@@ -125,11 +139,14 @@ class StackSpeller {
     std::string full, display;
   };
   const Names& PythonNames(const SampleFrame& frame);
+  // A task frame's "name (coroutine)", escaped, once per dump.
+  const std::string& TaskName(const SampleFrame& frame);
 
   const FrameDictionary& dictionary_;
   std::unordered_map<StringId, std::string> modules_;
-  std::unordered_map<uint64_t, Names> python_names_;  // (name, file) -> names
-  std::unordered_map<StringId, std::string> escaped_;  // strings that had to change
+  std::unordered_map<uint64_t, Names> python_names_;      // (name, file) -> names
+  std::unordered_map<uint64_t, std::string> task_names_;  // (name, coroutine) -> name
+  std::unordered_map<StringId, std::string> escaped_;     // strings that had to change
   std::string scratch_;
 };
 

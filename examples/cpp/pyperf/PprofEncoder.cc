@@ -260,6 +260,8 @@ class ProfileBuilder {
     if (frame.kind == FrameKind::kPython) {
       key.file = frame.file;
       key.line = frame.line;
+    } else if (frame.kind == FrameKind::kTask) {
+      key.file = frame.file;  // its coroutine
     } else if (MappedFile(frame) != nullptr) {
       key.object = frame.object;
       key.address = frame.address;
@@ -298,6 +300,10 @@ class ProfileBuilder {
         break;
       case FrameKind::kMarker:
         line->set_function_id(Function(name, "", ""));
+        break;
+      case FrameKind::kTask:
+        // "request-7 (handle)", in the file CPython's own sampler names tasks by.
+        line->set_function_id(Function(name, name, kPprofTaskFile));
         break;
     }
   }

@@ -58,6 +58,8 @@ namespace ebpf::pyperf {
 inline constexpr std::string_view kPprofUnnamedFrame = "<unknown>";
 // The mapping of kernel frames.
 inline constexpr std::string_view kPprofKernelMapping = "[kernel.kallsyms]";
+// The file name of an asyncio task's function ("request-7 (handle)").
+inline constexpr std::string_view kPprofTaskFile = "<task>";
 
 std::unique_ptr<ProfileEncoder> MakePprofEncoder();
 

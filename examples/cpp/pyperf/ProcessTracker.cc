@@ -58,8 +58,8 @@ void ProcessTracker::Track(const PythonProcessInfo& info, uint64_t exec_time,
     // profiled once others have exited.
     if (!warned_process_limit_) {
       log_->Warn("profiling " + std::to_string(tracked_.size()) +
-           " processes, the most PyPerf can: pid " + std::to_string(info.pid) +
-           " and any more are looked at again at each rescan, and profiled once others exit");
+                 " processes, the most PyPerf can: pid " + std::to_string(info.pid) +
+                 " and any more are looked at again at each rescan, and profiled once others exit");
       warned_process_limit_ = true;
     }
     return;
@@ -117,8 +117,13 @@ void ProcessTracker::Track(const PythonProcessInfo& info, uint64_t exec_time,
   tracked.version = info.version;
   tracked.offsets = offsets;
   tracked.offsets_source = resolved->source;
-  log_->Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
-             ", " + info.module.path + ", offsets: " + resolved->source + ")");
+  log_->Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " +
+                   info.version.ToString() + ", " + info.module.path +
+                   ", offsets: " + resolved->source + ")");
+  if (async_tasks_ && offsets->tstate_running_task <= 0)
+    log_->Warn("pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
+               "): --async-tasks is not available: " + resolved->asyncio_unavailable +
+               "; profiled without task frames");
 }
 
 void ProcessTracker::Forget(pid_t pid) {
@@ -156,10 +161,10 @@ size_t ProcessTracker::Rescan(const std::function<void()>& between_processes) {
         const bool exists = stat(("/proc/" + std::to_string(pid)).c_str(), &proc_dir) == 0;
         if (exists)
           log_->Warn("cannot read pid " + std::to_string(pid) + "'s start time (" + start.error() +
-               "); PyPerf keeps running and tries again at each rescan");
+                     "); PyPerf keeps running and tries again at each rescan");
         else
           log_->Warn("pid " + std::to_string(pid) +
-               " does not exist; PyPerf keeps running and profiles it if it appears");
+                     " does not exist; PyPerf keeps running and profiles it if it appears");
       }
       continue;
     }

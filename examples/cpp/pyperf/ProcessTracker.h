@@ -30,8 +30,11 @@ class ProcessTracker {
   using ForgetListener = std::function<void(pid_t)>;
 
   // `pids`: the -p pids (empty: every process). `bpf` and `log` outlive it.
-  ProcessTracker(std::vector<int> pids, PyPerfBpf* bpf, ProfilerLog* log,
-                 ForgetListener on_forget);
+  ProcessTracker(std::vector<int> pids, PyPerfBpf* bpf, ProfilerLog* log, ForgetListener on_forget);
+
+  // --async-tasks: a process whose offsets have no asyncio task layout is
+  // profiled with one warning line saying so.
+  void set_async_tasks(bool async_tasks) { async_tasks_ = async_tasks; }
 
   // Looks at every process again: profiles new Python processes, forgets
   // those that exited. `between_processes` runs before each process is read
@@ -64,6 +67,7 @@ class ProcessTracker {
 
   std::vector<int> pids_;
   PyPerfBpf* bpf_;
+  bool async_tasks_ = false;
   ProfilerLog* log_;
   ForgetListener on_forget_;
   PythonProcessInspector inspector_;

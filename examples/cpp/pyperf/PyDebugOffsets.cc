@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 
+#include "PyAsyncioOffsets.h"
 #include "PyOffsets.h"
 #include "process_memory.h"
 
@@ -23,10 +24,10 @@ constexpr size_t kMaxInternedLayouts = 64;
 
 // _Py_DebugOffsets after `char cookie[8]`: uint64_t members, in declaration
 // order, from Include/internal/pycore_runtime.h (3.13) and
-// Include/internal/pycore_debug_offsets.h (3.14+), up to unicode_object, the
-// last group PyPerf reads. Each member is listed once, with the first minor
-// that has it: a minor adds members (in the middle of a group too) and drops
-// none so far, so a new minor is a new kNewestMinor and its new members here.
+// Include/internal/pycore_debug_offsets.h (3.14+), up to gen_object, the
+// last group PyPerf reads (--async-tasks: a coroutine's frame). Each member is listed once, with
+// the first minor that has it: a minor adds members (in the middle of a group too) and drops none
+// so far, so a new minor is a new kNewestMinor and its new members here.
 struct KnownMember {
   const char* path;
   int since_minor;  // of 3.x
@@ -127,6 +128,15 @@ constexpr KnownMember kMembers[] = {
     {"unicode_object.length", 13},
     {"unicode_object.asciiobject_size", 13},
     {"unicode_object.compactunicodeobject_size", 15},
+    {"gc.size", 13},
+    {"gc.collecting", 13},
+    {"gc.frame", 15},
+    {"gc.generation_stats_size", 15},
+    {"gc.generation_stats", 15},
+    {"gen_object.size", 14},
+    {"gen_object.gi_name", 14},
+    {"gen_object.gi_iframe", 14},
+    {"gen_object.gi_frame_state", 14},
 };
 
 // The members 3.`minor` has, at their byte positions.
@@ -321,7 +331,8 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
   if (!table) return Status::Error("CPython " + info.version.ToString() + " is not supported");
   std::string layout_name = OffsetsLayoutName(info.version);
   if (DebugOffsetsLayout(info.version).empty())
-    return ProcessOffsets{table, "table " + layout_name};
+    return ProcessOffsets{table, "table " + layout_name,
+                          "CPython " + info.version.ToString() + " keeps no asyncio task state"};
   if (!info.symbols.py_runtime) return Status::Error("_PyRuntime not found in " + info.module.path);
   auto debug = ReadDebugOffsets(info.pid, *info.symbols.py_runtime, info.version);
   if (!debug.ok()) return debug.status();
@@ -335,9 +346,25 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
   }
   auto merged = MergeDebugOffsets(*table, *debug);
   if (!merged.ok()) return merged.status();
+  std::string source = "_Py_DebugOffsets + table " + layout_name;
+  // 3.14+: asyncio's task layout, where the build publishes it; without it the
+  // process is profiled as before and --async-tasks says it is not available.
+  std::string asyncio_unavailable;
+  auto asyncio = FindAsyncioDebugOffsets(info);
+  if (asyncio.ok()) {
+    auto with = WithAsyncioOffsets(*merged, *asyncio, *debug);
+    if (with.ok()) {
+      *merged = *with;
+      source += " + " + std::string(kAsyncioDebugSection);
+    } else {
+      asyncio_unavailable = with.status().message();
+    }
+  } else {
+    asyncio_unavailable = asyncio.status().message();
+  }
   const pyperf_offsets* offsets = Intern(*merged, table);
   if (!offsets) return Status::Error("too many distinct CPython layouts from _Py_DebugOffsets");
-  return ProcessOffsets{offsets, "_Py_DebugOffsets + table " + layout_name};
+  return ProcessOffsets{offsets, source, asyncio_unavailable};
 }
 
 }  // namespace ebpf::pyperf

@@ -84,6 +84,8 @@ Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const Debu
 struct ProcessOffsets {
   const pyperf_offsets* offsets = nullptr;  // valid for the life of the program
   std::string source;  // for logs: "table 3.12", "_Py_DebugOffsets + table 3.13"
+  // Why the offsets have no asyncio task layout (--async-tasks), if they have none.
+  std::string asyncio_unavailable;
 };
 
 // The table for the process's version, merged with its _Py_DebugOffsets from

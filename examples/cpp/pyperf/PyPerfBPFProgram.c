@@ -9,7 +9,10 @@
  *                     re-validated; on a miss, a walk of the interpreter's
  *                     thread list, several tail calls long); then
  *   walk_python_stack FRAMES_PER_PROG Python frames per call, tail-calling
- *                     itself up to MAX_FRAMES, then submits the event.
+ *                     itself up to MAX_FRAMES, then submits the event, or
+ *                     with PYPERF_ASYNC_TASKS tail-calls
+ *   walk_tasks        the running asyncio task and the tasks awaiting it
+ *                     (PythonTaskProgram.c), then submits the event.
  * find_thread_state and walk_python_stack are in PythonStackWalkProgram.c,
  * and the frames' naming (code_symbol) in PythonSymbolProgram.c, which the
  * loader appends to this file.
@@ -23,7 +26,8 @@
  *
  * Compile-time parameters (-D): NUM_CPUS, USER_STACK_PAGES, USER_STACK_MASK,
  * SYMBOLS_MAP_SIZE, CODE_SYMBOLS_MAP_SIZE, KERNEL_STACKS_MAP_SIZE, MAX_FRAMES, FRAMES_PER_PROG,
- * THREADS_PER_PROG, MAX_THREAD_WALKS, PYPERF_PROBE_READ_USER.
+ * THREADS_PER_PROG, MAX_THREAD_WALKS, PYPERF_PROBE_READ_USER, PYPERF_ASYNC_TASKS
+ * (1: --async-tasks, the task chain is read; 0: the event's tasks stay empty).
  * Loops are bounded and left to the verifier (kernel 5.3 or later). */
 
 #include <uapi/linux/bpf_perf_event.h>
@@ -49,6 +53,10 @@ struct pyperf_sample_state {
   /* 3.11, 3.12: the _PyCFrame of the eval-loop call whose frames the walk is
    * in (its current_frame must be the leaf-most of them); 0 elsewhere. */
   u64 cframe;
+  /* --async-tasks: the thread's running asyncio task and the frame of its
+   * coroutine (0: none). */
+  u64 running_task;
+  u64 coro_frame;
   u64 walk_cursor;
   u64 fsbase; /* the sampled task's thread pointer (pthread_self) */
   u32 thread_walks;
@@ -114,12 +122,13 @@ BPF_STACK_TRACE(kernel_stacks_even, KERNEL_STACKS_MAP_SIZE);
 BPF_STACK_TRACE(kernel_stacks_odd, KERNEL_STACKS_MAP_SIZE);
 /* [0]: the kernel stacks' generation (see pyperf_event.kernel_stack_generation). */
 BPF_ARRAY(kernel_stack_generation, u32, 1);
-BPF_PROG_ARRAY(progs, 2);
+BPF_PROG_ARRAY(progs, 3);
 /* [0]: the task_struct offsets in use, set before sampling starts. */
 BPF_ARRAY(kernel_offsets, struct pyperf_kernel_offsets, 1);
 
 #define PROG_FIND_THREAD_STATE 0
 #define PROG_WALK_PYTHON_STACK 1
+#define PROG_WALK_TASKS 2
 
 /* The probe-read helpers, called through pointers of our own. libbcc rewrites
  * each call of bpf_probe_read_user{,_str} by name after looking the helper up
@@ -245,6 +254,9 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   event->truncated = 0;
   event->no_thread_state = 0;
   event->calls_mismatch = 0;
+  event->task_error = PYPERF_TASK_ERROR_NONE;
+  event->task_count = 0;
+  event->task_frame = 0;
   event->frame_count = 0;
   event->user_stack_len = 0;
   event->user_stack_cut = 0;
@@ -274,6 +286,8 @@ int on_sample(struct bpf_perf_event_data *ctx) {
   state->walk_cursor = 0;
   state->frame = 0;
   state->cframe = 0;
+  state->running_task = 0;
+  state->coro_frame = 0;
   state->fsbase = 0;
   state->cycle_mark = 0;
   state->cycle_steps = 0;

@@ -43,7 +43,7 @@ uint64_t NextPowerOfTwoMask(uint64_t n) {
 }  // namespace
 
 std::string PyPerfBpfProgramText() {
-  std::string header, program, python_symbols, python_walk, check;
+  std::string header, program, python_symbols, python_walk, python_tasks, check;
   for (const auto& [name, text] : EmbeddedBpfProgram()) {
     if (name == "PyPerfBpfShared.h")
       header = text;
@@ -51,6 +51,8 @@ std::string PyPerfBpfProgramText() {
       python_symbols = text;
     else if (name == "PythonStackWalkProgram.c")
       python_walk = text;
+    else if (name == "PythonTaskProgram.c")
+      python_tasks = text;
     else if (name == "KernelOffsetCheckProgram.c")
       check = text;
     else
@@ -59,9 +61,10 @@ std::string PyPerfBpfProgramText() {
   // The shared header goes first; the program's own #include of the perf
   // context header comes from the kernel-header shim. The Python symbols, the
   // walk that names frames with them and the start-up check use the program's
-  // maps and helpers, so they follow it, in that order.
+  // maps and helpers, so they follow it, in that order; the task walk uses
+  // the symbols' naming and comes after the frame walk.
   return "#include <uapi/linux/bpf_perf_event.h>\n" + header + "\n" + program + "\n" +
-         python_symbols + "\n" + python_walk + "\n" + check;
+         python_symbols + "\n" + python_walk + "\n" + python_tasks + "\n" + check;
 }
 
 Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
@@ -82,14 +85,17 @@ Result<std::unique_ptr<PyPerfBpf>> PyPerfBpf::Load(const BpfConfig& config) {
       "-DTHREADS_PER_PROG=" + std::to_string(kThreadsPerProg),
       "-DMAX_THREAD_WALKS=" + std::to_string(kMaxThreadWalks),
       "-DPYPERF_PROBE_READ_USER=" + std::to_string(probe_read_user),
+      "-DPYPERF_ASYNC_TASKS=" + std::to_string(config.async_tasks ? 1 : 0),
   };
   auto bpf = CompileBpfProgram(PyPerfBpfProgramText(), cflags);
   if (!bpf.ok()) return bpf.status();
   self->bpf_ = std::move(*bpf);
 
   auto progs = self->bpf_->get_prog_table("progs");
-  const char* tail_programs[] = {"find_thread_state", "walk_python_stack"};
-  for (int i = 0; i < 2; ++i) {
+  // In the order of PROG_FIND_THREAD_STATE, PROG_WALK_PYTHON_STACK,
+  // PROG_WALK_TASKS (compiled with --async-tasks only).
+  const char* tail_programs[] = {"find_thread_state", "walk_python_stack", "walk_tasks"};
+  for (int i = 0; i < (config.async_tasks ? 3 : 2); ++i) {
     int fd = -1;
     Status loaded = LoadBpfFunction(*self->bpf_, tail_programs[i], BPF_PROG_TYPE_PERF_EVENT, &fd);
     if (!loaded.ok()) return loaded;

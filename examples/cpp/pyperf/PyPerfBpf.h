@@ -34,6 +34,8 @@ struct BpfConfig {
   // bpf_probe_read_user/_kernel (true) or bpf_probe_read (false, kernels
   // before 5.5); unset: whichever the running kernel has.
   std::optional<bool> probe_read_user;
+  // --async-tasks: the program reads each sample's asyncio task chain.
+  bool async_tasks = false;
   // Exactly one of the two is non-zero.
   uint64_t sample_period_ns = 0;
   uint64_t sample_frequency = 0;

@@ -10,12 +10,14 @@ typedef int64_t pp_s64;
 typedef uint64_t pp_u64;
 typedef int32_t pp_s32;
 typedef uint32_t pp_u32;
+typedef uint16_t pp_u16;
 typedef uint8_t pp_u8;
 #else
 typedef s64 pp_s64;
 typedef u64 pp_u64;
 typedef s32 pp_s32;
 typedef u32 pp_u32;
+typedef u16 pp_u16;
 typedef u8 pp_u8;
 #endif
 
@@ -93,6 +95,22 @@ struct pyperf_offsets {
   pp_s64 interp_next;             /* PyInterpreterState.next */
   pp_s64 runtime_interp_main;     /* _PyRuntimeState.interpreters.main (3.7+), else -1 */
   pp_s64 runtime_interp_head;     /* _PyRuntimeState.interpreters.head (3.7+), else -1 */
+
+  /* asyncio tasks (--async-tasks, 3.14+): 0 where the process does not
+   * publish them (PyAsyncioOffsets.h). The first group is the _asyncio
+   * module's _Py_AsyncioModuleDebugOffsets, the rest _Py_DebugOffsets. */
+  pp_s64 tstate_running_task;    /* _PyThreadStateImpl.asyncio_running_task */
+  pp_s64 task_name;              /* TaskObj.task_name (a str, or an int: "Task-<int>") */
+  pp_s64 task_awaited_by;        /* TaskObj.task_awaited_by (a task, or a set of them) */
+  pp_s64 task_is_task;           /* TaskObj.task_is_task (char, 1 for a task) */
+  pp_s64 task_awaited_by_is_set; /* TaskObj.task_awaited_by_is_set (char) */
+  pp_s64 task_coro;              /* TaskObj.task_coro */
+  pp_s64 gen_iframe;             /* PyGenObject.gi_iframe: a coroutine's own frame */
+  pp_s64 type_flags;             /* PyTypeObject.tp_flags */
+  pp_s64 long_tag;               /* PyLongObject.long_value.lv_tag */
+  pp_s64 long_digits;            /* PyLongObject.long_value.ob_digit */
+  pp_s64 set_table;              /* PySetObject.table */
+  pp_s64 set_mask;               /* PySetObject.mask */
 };
 
 /* Upper bounds shared by both sides. */
@@ -104,6 +122,8 @@ struct pyperf_offsets {
 #define PYPERF_CLASS_LEN 32
 #define PYPERF_FUNCTION_LEN 64
 #define PYPERF_FILE_LEN 256
+#define PYPERF_MAX_TASKS 8      /* tasks of a sample's chain (--async-tasks) */
+#define PYPERF_TASK_NAME_LEN 64 /* bytes of a task's name an event holds */
 
 /* What user space tells the BPF program about one profiled process. */
 struct pyperf_proc_info {
@@ -244,6 +264,22 @@ struct pyperf_frame {
 /* One sample, sent through the perf buffer. Python frames leaf first. The
  * user stack copy (user_stack_len bytes from address user_stack_start)
  * follows the fixed part. */
+/* --async-tasks: one task of the chain that awaits the running one. */
+#define PYPERF_TASK_NAME_NONE 0       /* no name could be read */
+#define PYPERF_TASK_NAME_TEXT 1       /* a str: name[] and name_text */
+#define PYPERF_TASK_NAME_NUMBER 2     /* an int, the default name "Task-<number>" */
+#define PYPERF_TASK_ERROR_NONE 0
+#define PYPERF_TASK_ERROR_TOO_DEEP 1  /* more awaiting tasks than PYPERF_MAX_TASKS */
+#define PYPERF_TASK_ERROR_UNREADABLE 2 /* an awaiting task that is not one (freed, reused) */
+struct pyperf_task {
+  pp_s32 coro_symbol; /* the symbol id of its coroutine's code (PYPERF_SYMBOL_* if none) */
+  pp_u8 name_kind;    /* PYPERF_TASK_NAME_* */
+  pp_u8 pad[3];
+  struct pyperf_text name_text;
+  pp_u64 number;
+  char name[PYPERF_TASK_NAME_LEN];
+};
+
 struct pyperf_event {
   pp_u32 pid;
   pp_u32 tid;
@@ -279,7 +315,15 @@ struct pyperf_event {
    * _PyCFrame says (a call being entered as the sample was taken): which
    * frames a call ran is not known. */
   pp_u8 calls_mismatch;
-  pp_u8 pad2[1];
+  /* --async-tasks: PYPERF_TASK_ERROR_* for the chain's root end. */
+  pp_u8 task_error;
+  /* --async-tasks: tasks[0] is the running task, each next one awaits the
+   * one before; task_frame is 1 + the index in frames[] of the running
+   * task's coroutine frame (0: not among them). */
+  pp_u16 task_count;
+  pp_u16 task_frame;
+  pp_u8 pad2[4];
+  struct pyperf_task tasks[PYPERF_MAX_TASKS];
   /* Where each frame's eval-loop call begins: entries[i] (PYPERF_ENTRY_*)
    * for frames[i], valid below frame_count. */
   pp_u32 entries[PYPERF_MAX_FRAMES];

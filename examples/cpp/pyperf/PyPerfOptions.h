@@ -65,6 +65,7 @@ struct Options {
   bool insert_dso_name = false;                          // --insert-dso-name
   LineNumberMode line_numbers = LineNumberMode::kFirst;  // --line-numbers
   NativeFramesMode native_frames = NativeFramesMode::kLeaf;  // --native-frames
+  bool async_tasks = false;                                  // --async-tasks
 
   // The native symbol cache (shared by every process mapping the same file).
   bool native_cache = true;                   // --native-cache on|off

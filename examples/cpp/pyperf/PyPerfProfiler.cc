@@ -58,6 +58,7 @@ BpfConfig BpfConfigFor(const Options& options) {
   config.symbols_map_size = options.symbols_map_size;
   config.kernel_stacks_map_size = options.kernel_stacks_map_size;
   config.events_buffer_pages = options.events_buffer_pages;
+  config.async_tasks = options.async_tasks;
   if (options.sample_mode == SampleMode::kFrequency)
     config.sample_frequency = options.sample_frequency_hz;
   else
@@ -143,9 +144,11 @@ Status PyPerfProfiler::Init() {
   assembler_ =
       std::make_unique<SampleAssembler>(python_.get(), kernel_stacks_.get(), &kernel_symbols_);
   assembler_->set_interleaved(options_.native_frames == NativeFramesMode::kInterleaved);
+  assembler_->set_async_tasks(options_.async_tasks);
   SampleAssembler* assembler = assembler_.get();
   tracker_ = std::make_unique<ProcessTracker>(
       options_.pids, bpf_.get(), &log_, [assembler](pid_t pid) { assembler->ForgetProcess(pid); });
+  tracker_->set_async_tasks(options_.async_tasks);
 
   Status st = bpf_->OpenEvents([this](const pyperf_event& e, size_t size) { OnEvent(e, size); },
                                [this](uint64_t lost) { lost_ += lost; });
@@ -297,6 +300,12 @@ Status PyPerfProfiler::Dump(bool final_dump) {
       native_line += buf;
     }
     native_at_last_dump_ = now;
+  }
+  if (options_.async_tasks) {
+    char buf[96];
+    snprintf(buf, sizeof(buf), ", task samples: %llu, task errors: %llu",
+             (unsigned long long)counters.task_samples, (unsigned long long)counters.task_errors);
+    native_line += buf;
   }
   // A dropped dump line leaves its count to the next one.
   if (log_.WriteLine({"PyPerf: ", line, native_line})) log_dropped_at_last_report_ = log_dropped;

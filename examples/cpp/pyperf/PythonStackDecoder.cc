@@ -3,8 +3,10 @@
 
 #include <climits>
 #include <cstring>
+#include <string>
 
 #include "FrameSpelling.h"
+#include "PythonText.h"
 #include "process_memory.h"
 
 namespace ebpf::pyperf {
@@ -147,17 +149,28 @@ std::optional<int> PythonStackDecoder::CurrentLine(const TrackedProcess& process
   return LineFromTable(o->line_table_format, it->second, first, static_cast<int>(offset));
 }
 
+namespace {
+
+// A marker frame standing where a frame could not be had, counted in *errors.
+void AppendCountedMarker(std::string_view text, FrameDictionary* dictionary,
+                         std::vector<SampleFrame>* out, uint64_t* errors) {
+  SampleFrame frame;
+  frame.kind = FrameKind::kMarker;
+  frame.name = dictionary->Intern(text);
+  out->push_back(frame);
+  ++*errors;
+}
+
+}  // namespace
+
 void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedProcess& process,
                                       FrameDictionary* dictionary, std::vector<SampleFrame>* out,
-                                      uint64_t* symbol_errors) {
+                                      uint64_t* symbol_errors, uint32_t leaf_count) {
   auto marker = [&](std::string_view text) {
-    SampleFrame frame;
-    frame.kind = FrameKind::kMarker;
-    frame.name = dictionary->Intern(text);
-    out->push_back(frame);
-    ++*symbol_errors;
+    AppendCountedMarker(text, dictionary, out, symbol_errors);
   };
   uint32_t n = event.frame_count < PYPERF_MAX_FRAMES ? event.frame_count : PYPERF_MAX_FRAMES;
+  if (leaf_count < n) n = leaf_count;
   for (uint32_t i = n; i-- > 0;) {
     const pyperf_frame& raw = event.frames[i];
     if (raw.symbol_id == PYPERF_SYMBOL_MISSING) {
@@ -183,6 +196,39 @@ void PythonStackDecoder::AppendFrames(const pyperf_event& event, const TrackedPr
     if (current_lines_) {
       auto line = CurrentLine(process, raw, *symbol);
       if (line) frame.line = *line;
+    }
+    out->push_back(frame);
+  }
+}
+
+void PythonStackDecoder::AppendTaskFrames(const pyperf_event& event, FrameDictionary* dictionary,
+                                          std::vector<SampleFrame>* out, uint64_t* task_errors) {
+  auto marker = [&](std::string_view text) {
+    AppendCountedMarker(text, dictionary, out, task_errors);
+  };
+  if (event.task_error == PYPERF_TASK_ERROR_TOO_DEEP) marker(kTaskChainTooDeep);
+  if (event.task_error == PYPERF_TASK_ERROR_UNREADABLE) marker(kTaskUnreadable);
+  const uint32_t n = event.task_count < PYPERF_MAX_TASKS ? event.task_count : PYPERF_MAX_TASKS;
+  for (uint32_t i = n; i-- > 0;) {
+    const pyperf_task& raw = event.tasks[i];
+    SampleFrame frame;
+    frame.kind = FrameKind::kTask;
+    if (raw.name_kind == PYPERF_TASK_NAME_TEXT) {
+      frame.name = dictionary->Intern(DecodePythonText(raw.name, sizeof(raw.name), raw.name_text));
+    } else if (raw.name_kind == PYPERF_TASK_NAME_NUMBER) {
+      frame.name =
+          dictionary->Intern(std::string(kDefaultTaskNamePrefix) + std::to_string(raw.number));
+    } else {
+      frame.name = dictionary->Intern(kUnreadableTaskName);
+      ++*task_errors;
+    }
+    const PythonSymbol* coro = raw.coro_symbol >= 0 ? symbols_->Resolve(raw.coro_symbol) : nullptr;
+    if (coro) {
+      frame.file = dictionary->Intern(coro->qualified_name);
+    } else {
+      frame.file = dictionary->Intern(raw.coro_symbol == PYPERF_SYMBOL_MISSING ? kMissingPythonFrame
+                                                                               : kLostSymbol);
+      ++*task_errors;
     }
     out->push_back(frame);
   }

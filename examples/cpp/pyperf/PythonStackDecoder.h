@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-#include "Sample.h"
 #include "PyPerfBpfShared.h"
 #include "PythonSymbols.h"
+#include "Sample.h"
 #include "TrackedProcess.h"
 
 namespace ebpf::pyperf {
@@ -44,9 +44,17 @@ class PythonStackDecoder {
   // Frames of `event` appended to `out` root first, their strings interned
   // in `dictionary`. Counts frames whose symbol could not be resolved in
   // *symbol_errors (each is a marker frame).
+  // With `leaf_count`, only the leaf-most that many.
   void AppendFrames(const pyperf_event& event, const TrackedProcess& process,
                     FrameDictionary* dictionary, std::vector<SampleFrame>* out,
-                    uint64_t* symbol_errors);
+                    uint64_t* symbol_errors, uint32_t leaf_count = PYPERF_MAX_FRAMES);
+
+  // --async-tasks: the event's task chain appended to `out` root first, each
+  // task a frame of kind kTask (its name, its coroutine's qualified name),
+  // after a marker when the chain's root end could not be read. Counts
+  // unreadable chains and coroutine symbols in *task_errors.
+  void AppendTaskFrames(const pyperf_event& event, FrameDictionary* dictionary,
+                        std::vector<SampleFrame>* out, uint64_t* task_errors);
 
   // Called once per sampling round: bounds the line-table cache (emptied
   // above 16384 tables or 16 MiB).

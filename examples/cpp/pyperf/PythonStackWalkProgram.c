@@ -79,6 +79,16 @@ found:
   } else {
     state->frame = read_ptr(tstate + o->tstate_frame);
   }
+#if PYPERF_ASYNC_TASKS
+  if (o->tstate_running_task > 0) {
+    u64 task = read_ptr(tstate + o->tstate_running_task);
+    u64 coro = task ? read_ptr(task + o->task_coro) : 0;
+    if (coro) {
+      state->running_task = task;
+      state->coro_frame = coro + o->gen_iframe;
+    }
+  }
+#endif
   continue_with(ctx, state, PROG_WALK_PYTHON_STACK);
   return 0;
 }
@@ -204,6 +214,9 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
           is_entry ? PYPERF_ENTRY_UNANCHORED : PYPERF_ENTRY_NONE;
       if (is_entry) next_cframe(state, o); /* 3.11: the next call's */
       state->frame_addr[n & (MAX_FRAMES - 1)] = frame;
+#if PYPERF_ASYNC_TASKS
+      if (frame == state->coro_frame) event->task_frame = n + 1;
+#endif
       state->recorded_since_mark++;
       event->frame_count = n + 1;
     }
@@ -217,6 +230,9 @@ int walk_python_stack(struct bpf_perf_event_data *ctx) {
     }
     event->truncated = 1;
   }
+#if PYPERF_ASYNC_TASKS
+  if (state->running_task) progs.call(ctx, PROG_WALK_TASKS);
+#endif
   submit(ctx, state);
   return 0;
 }

@@ -4,7 +4,8 @@
 // first. A frame is its kind and interned strings (FrameDictionary): a Python
 // frame its qualified name ("Class.function"), source file and line; a
 // native frame its symbol, the mapped file it is in and its address in that
-// file's own terms (what addr2line takes); a kernel frame its symbol; a
+// file's own terms (what addr2line takes); a kernel frame its symbol; an
+// asyncio task (--async-tasks) its name and its coroutine's qualified name; a
 // marker (kind kMarker) the text that stands where frames could not be had
 // (FrameSpelling.h lists them). Nothing here is spelled: the collapsed text,
 // the names people read in a flame graph and pprof's functions are made from
@@ -26,7 +27,7 @@
 
 namespace ebpf::pyperf {
 
-enum class FrameKind : uint8_t { kPython, kNative, kKernel, kMarker };
+enum class FrameKind : uint8_t { kPython, kNative, kKernel, kMarker, kTask };
 
 // An id of FrameDictionary's strings; 0 is the empty string.
 using StringId = uint32_t;
@@ -35,8 +36,9 @@ using ObjectId = uint32_t;
 
 struct SampleFrame {
   FrameKind kind = FrameKind::kMarker;
-  StringId name = 0;  // Python: qualified name; native, kernel: symbol; marker: its text
-  StringId file = 0;  // Python: the source file
+  StringId name = 0;  // Python: qualified name; native, kernel: symbol; task: its name;
+                      // marker: its text
+  StringId file = 0;  // Python: the source file; task: its coroutine's qualified name
   int32_t line = 0;   // Python: the line shown
   ObjectId object = 0;   // native: the mapped file (0 = unknown)
   uint64_t address = 0;  // native: the address in that file's own terms (0 = unknown)

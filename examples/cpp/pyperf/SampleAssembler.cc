@@ -64,8 +64,16 @@ void SampleAssembler::Assemble(const pyperf_event& event, size_t size,
       ++counters_.sample_errors;
     }
     if (event.no_thread_state) ++counters_.no_thread_state;
-    if (!(interleaved_ && NativeStackTrace::enabled()))
+    if (async_tasks_ && event.task_frame > 0 && (event.task_count > 0 || event.task_error)) {
+      // The tasks awaiting the running one, then its coroutine's frames on
+      // (the event loop's frames below it are the tasks' place).
+      ++counters_.task_samples;
+      python_->AppendTaskFrames(event, dictionary, &sample->frames, &counters_.task_errors);
+      python_->AppendFrames(event, process, dictionary, &sample->frames, &counters_.symbol_errors,
+                            event.task_frame);
+    } else if (!(interleaved_ && NativeStackTrace::enabled())) {
       python_->AppendFrames(event, process, dictionary, &sample->frames, &counters_.symbol_errors);
+    }
   }
   if (interleaved_ && NativeStackTrace::enabled()) {
     AddInterleavedFrames(event, size, process);

@@ -51,6 +51,10 @@ struct SampleCounters {
   uint64_t replaced = 0;
   // --native-frames interleaved: what could not be placed exactly.
   InterleaveCounters interleave;
+  // --async-tasks: samples with a task chain, and task chains or task frames
+  // that could not be read whole (each shown with a marker).
+  uint64_t task_samples = 0;
+  uint64_t task_errors = 0;
 };
 
 // A native unwind's frames (leaf first) appended to `out` root first: its
@@ -85,6 +89,7 @@ class SampleAssembler {
   // (StackInterleaver.h; the unwinder walks past the eval loop). Else the
   // Python frames, then the native frames above the innermost eval loop.
   void set_interleaved(bool interleaved) { interleaved_ = interleaved; }
+  void set_async_tasks(bool async_tasks) { async_tasks_ = async_tasks; }
 
   SampleCounters& counters() { return counters_; }
 
@@ -103,6 +108,7 @@ class SampleAssembler {
   Sample* sample_ = nullptr;
   // Reused from sample to sample.
   bool interleaved_ = false;
+  bool async_tasks_ = false;
   std::vector<NativeFrame> native_frames_;
   std::vector<SampleFrame> python_frames_;  // interleaved: the Python frames, root first
   std::vector<uint32_t> python_entries_;    // ... and their PYPERF_ENTRY_* values

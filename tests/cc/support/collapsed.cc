@@ -56,6 +56,8 @@ int OrderRank(const std::string& frame) {
       return 3;
     case FrameKind::kKernel:
       return 4;
+    case FrameKind::kTask:  // --async-tasks: after the Python stack's own markers
+      return 1;
     case FrameKind::kUnknown:
       return -1;
     case FrameKind::kError:
@@ -78,6 +80,7 @@ FrameKind KindOf(const std::string& frame) {
   if (EndsWith(frame, ebpf::pyperf::kNativeSuffix)) return FrameKind::kNative;
   if (EndsWith(frame, ebpf::pyperf::kKernelSuffix)) return FrameKind::kKernel;
   if (EndsWith(frame, ebpf::pyperf::kMarkerSuffix)) return FrameKind::kError;
+  if (EndsWith(frame, ebpf::pyperf::kTaskSuffix)) return FrameKind::kTask;
   return FrameKind::kUnknown;
 }
 
@@ -91,6 +94,8 @@ const char* FrameKindName(FrameKind kind) {
       return "kernel";
     case FrameKind::kError:
       return "error";
+    case FrameKind::kTask:
+      return "task";
     case FrameKind::kUnknown:
       break;
   }
@@ -433,9 +438,9 @@ std::string EscapedFrame(const TestFrame& frame, PythonNaming naming) {
   std::string out;
   if (frame.kind == ebpf::pyperf::FrameKind::kPython) {
     ebpf::pyperf::AppendFrameText(naming == PythonNaming::kFullName
-                                ? ExpectedFullName(frame.name, frame.file)
-                                : ExpectedDisplayName(frame.name, frame.file),
-                            &out);
+                                      ? ExpectedFullName(frame.name, frame.file)
+                                      : ExpectedDisplayName(frame.name, frame.file),
+                                  &out);
     out += " (";
     ebpf::pyperf::AppendFrameText(frame.file, &out);
     out += ":" + std::to_string(frame.line) + ")";

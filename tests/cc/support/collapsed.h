@@ -25,7 +25,7 @@
 
 namespace pyperf_test {
 
-enum class FrameKind { kPython, kNative, kKernel, kError, kUnknown };
+enum class FrameKind { kPython, kNative, kKernel, kError, kTask, kUnknown };
 
 // The kind named by a frame's suffix.
 FrameKind KindOf(const std::string& frame);

@@ -231,8 +231,10 @@ std::optional<TestStack> ReadCollapsedStack(std::string_view text) {
     const std::string_view frame = rest.substr(0, rest.find(ebpf::pyperf::kFrameSeparator));
     rest.remove_prefix(frame.size());
     std::optional<ebpf::pyperf::FrameKind> kind;
-    for (ebpf::pyperf::FrameKind k : {ebpf::pyperf::FrameKind::kPython, ebpf::pyperf::FrameKind::kNative,
-                                ebpf::pyperf::FrameKind::kKernel, ebpf::pyperf::FrameKind::kMarker}) {
+    for (ebpf::pyperf::FrameKind k :
+         {ebpf::pyperf::FrameKind::kPython, ebpf::pyperf::FrameKind::kNative,
+          ebpf::pyperf::FrameKind::kKernel, ebpf::pyperf::FrameKind::kMarker,
+          ebpf::pyperf::FrameKind::kTask}) {
       const std::string_view suffix = ebpf::pyperf::FrameSuffix(k);
       if (frame.size() >= suffix.size() && frame.substr(frame.size() - suffix.size()) == suffix) {
         kind = k;
@@ -253,6 +255,13 @@ std::optional<TestStack> ReadCollapsedStack(std::string_view text) {
       case ebpf::pyperf::FrameKind::kMarker:
         stack.Marker(std::string(spelled));
         break;
+      case ebpf::pyperf::FrameKind::kTask: {  // "name (coroutine)"
+        const size_t open = spelled.rfind(" (");
+        if (open == std::string_view::npos || spelled.back() != ')') return std::nullopt;
+        stack.Task(std::string(spelled.substr(0, open)),
+                   std::string(spelled.substr(open + 2, spelled.size() - open - 3)));
+        break;
+      }
     }
   }
   return stack;
@@ -331,8 +340,8 @@ std::string PprofViewOfStack(const TestStack& stack) {
   ebpf::pyperf::FrameDictionary dictionary;
   const ebpf::pyperf::Sample sample = Intern(stack, &dictionary);
   ebpf::pyperf::StackSpeller speller(dictionary);
-  std::string view = Sanitized(speller.Text(sample.comm)) + "-" + std::to_string(sample.pid) +
-                     "/" + std::to_string(sample.tid);
+  std::string view = Sanitized(speller.Text(sample.comm)) + "-" + std::to_string(sample.pid) + "/" +
+                     std::to_string(sample.tid);
   if (sample.frames.empty()) view += ";" + std::string(ebpf::pyperf::kNoFrames);
   for (const ebpf::pyperf::SampleFrame& frame : sample.frames) {
     const std::string_view name = speller.DisplayName(frame);

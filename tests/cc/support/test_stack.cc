@@ -46,6 +46,15 @@ TestStack& TestStack::Marker(std::string text) {
   return *this;
 }
 
+TestStack& TestStack::Task(std::string name, std::string coroutine) {
+  TestFrame f;
+  f.kind = ebpf::pyperf::FrameKind::kTask;
+  f.name = std::move(name);
+  f.file = std::move(coroutine);
+  frames.push_back(std::move(f));
+  return *this;
+}
+
 ebpf::pyperf::Sample Intern(const TestStack& stack, ebpf::pyperf::FrameDictionary* dictionary) {
   ebpf::pyperf::Sample sample;
   sample.pid = stack.pid;
@@ -59,6 +68,7 @@ ebpf::pyperf::Sample Intern(const TestStack& stack, ebpf::pyperf::FrameDictionar
       frame.file = dictionary->Intern(f.file);
       frame.line = f.line;
     }
+    if (f.kind == ebpf::pyperf::FrameKind::kTask) frame.file = dictionary->Intern(f.file);
     if (f.kind == ebpf::pyperf::FrameKind::kNative && !f.object_path.empty()) {
       // A made-up identity per path (inode 0 is never one).
       const ebpf::FileId id{0xfe01, std::hash<std::string>()(f.object_path) | 1};

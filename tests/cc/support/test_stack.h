@@ -16,7 +16,7 @@ namespace pyperf_test {
 struct TestFrame {
   ebpf::pyperf::FrameKind kind = ebpf::pyperf::FrameKind::kMarker;
   std::string name;  // Python: the qualified name ("Class.function")
-  std::string file;  // Python: the source file
+  std::string file;  // Python: the source file; task: its coroutine
   int line = 0;
   // Native: the mapped file ("" = unknown), its build-id, the address in it.
   std::string object_path;
@@ -37,6 +37,8 @@ struct TestStack {
                     uint64_t address = 0);
   TestStack& Kernel(std::string name);
   TestStack& Marker(std::string text);
+  // An asyncio task frame: the task's name and its coroutine's qualified name.
+  TestStack& Task(std::string name, std::string coroutine);
 };
 
 // The sample `stack` stands for, its strings interned in `dictionary`. A

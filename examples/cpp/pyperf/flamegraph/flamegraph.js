@@ -25,18 +25,20 @@
 //   count], ...] (the data turned back into stacks of keys).
 (function () {
   'use strict';
-  const KINDS = ['root', 'process', 'thread', 'python', 'native', 'kernel', 'marker'];
-  const SUFFIX = { python: '_[p]', native: '_[pn]', kernel: '_[k]', marker: '_[pe]' };
+  const KINDS = ['root', 'process', 'thread', 'python', 'native', 'kernel', 'marker', 'task'];
+  const SUFFIX = {
+    python: '_[p]', native: '_[pn]', kernel: '_[k]', marker: '_[pe]', task: '_[pt]',
+  };
   const KIND_NAMES = {
     python: 'Python', native: 'native', kernel: 'kernel', marker: 'error marker',
-    process: 'process', thread: 'thread', root: 'all',
+    task: 'asyncio task', process: 'process', thread: 'thread', root: 'all',
   };
   // Each kind's palette: a hue range, saturation and lightness; a frame's
   // hue within the range comes from a hash of its label, so neighbours differ.
   const PALETTES = {
     root: [0, 0, 0, 78], process: [265, 10, 35, 80], thread: [205, 10, 20, 80],
     python: [85, 45, 55, 55], native: [18, 22, 85, 62], kernel: [195, 20, 70, 62],
-    marker: [340, 15, 80, 55],
+    marker: [340, 15, 80, 55], task: [280, 25, 55, 60],
   };
   const ROW = 16;
 
