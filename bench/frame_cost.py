@@ -184,14 +184,16 @@ def run_pyperf(pyperf, pid, pages, seconds, frequency, extra):
                 proc.kill()
                 proc.communicate()
         out.seek(0)
-        frames, share = frames_seen(out.read().decode("utf-8", "replace"), pid)
+        collapsed = out.read().decode("utf-8", "replace")
+        frames, share = frames_seen(collapsed, pid)
     err = err.decode("utf-8", "replace")
     samples = dump_counter(err, "samples collected")
     if proc.returncode != 0 or samples != samples:  # NaN: no dump line
         raise RuntimeError("%s exited %d without a dump line: %s"
                            % (pyperf, proc.returncode, err.strip()[-300:]))
     return {"samples": samples, "kernel": kernel, "cpu_ns": cpu,
-            "mem_ready": mem_ready, "mem_end": mem_end, "frames": frames, "share": share}
+            "mem_ready": mem_ready, "mem_end": mem_end, "frames": frames, "share": share,
+            "collapsed": collapsed}
 
 
 def per_sample_us(ns, samples):

@@ -19,7 +19,10 @@
 //  - the "deep" request's chain of 11 tasks is cut to its leaf-most 8 after
 //    [Task Chain Too Deep]_[pe], and those match the end of a pstree path;
 //  - on 3.15 the share of samples per task chain agrees with the sampler's
-//    within kTolerancePoints percentage points.
+//    within kTolerancePoints percentage points;
+//  - the dump's speedscope, pprof and flame graph files hold the collapsed
+//    stacks, task frames included; the flame graph shows a task's node with
+//    the task kind's suffix and finds "request-0" with its search box.
 // 3.14's pstree prints a name that is not ASCII as NUL bytes (it reads every
 // str as ASCII); such a name there matches a PyPerf name that is not ASCII.
 //
@@ -46,7 +49,10 @@
 #include "PyPerfBpfShared.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
+#include "support/flamegraph_page.h"
+#include "support/pprof_file.h"
 #include "support/python_roots.h"
+#include "support/speedscope_file.h"
 #include "support/test_support.h"
 
 namespace pyperf_test {
@@ -59,6 +65,7 @@ constexpr double kMinTaskPercent = 97.0;
 constexpr std::chrono::milliseconds kWorkloadCpu{4000};
 constexpr auto kProfileTimeout = seconds(90);
 constexpr char kSamplerSeconds[] = "6";
+constexpr int kPyPerfHz = 997;
 
 // A chain of tasks, root first: "name (coroutine)" each.
 using Chain = std::vector<std::string>;
@@ -243,9 +250,12 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
                 Join(*trees[c.pid].rbegin()).c_str());
   }
 
-  auto pyperf =
-      StartPyPerf({"--async-tasks", "-F", "997", "-p", std::to_string(containers[0].pid), "-p",
-                   std::to_string(containers[1].pid), "-p", std::to_string(host->pid())});
+  TempDir out_dir;
+  const std::string output = out_dir.File("async");
+  auto pyperf = StartPyPerf({"--async-tasks", "-F", std::to_string(kPyPerfHz), "-p",
+                             std::to_string(containers[0].pid), "-p",
+                             std::to_string(containers[1].pid), "-p", std::to_string(host->pid()),
+                             "-o", output, "--format", "collapsed,speedscope,pprof,flamegraph"});
   ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << pyperf->Stderr();
   const Container& c315 = containers[1];
   const std::string sampler_file = c315.dir->inside() + "/sampler.collapsed";
@@ -267,6 +277,48 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf --async-tasks", seconds(30));
   ASSERT_TRUE(sampler.Wait(seconds(30)).has_value());
   ASSERT_EQ(sampler.ExitCode(), 0) << sampler.Stdout() << sampler.Stderr();
+
+  // The one dump (at SIGTERM), in every format: speedscope, pprof and the
+  // flame graph hold the collapsed stacks, task frames as their own kind.
+  std::string collapsed_file;
+  for (const std::string& file : DumpedFiles(output))
+    if (file.substr(output.size() + 1).find('.') == std::string::npos) collapsed_file = file;
+  ASSERT_FALSE(collapsed_file.empty()) << "no dump in " << out_dir.path();
+  const std::string text = ReadFile(collapsed_file);
+  run.profile = ParseCollapsed(text);
+  const auto stacks = StackCounts(text);
+  SpeedscopeFileResult speedscope =
+      ReadSpeedscopeFile(collapsed_file + ".speedscope.json", 1000000000 / kPyPerfHz);
+  EXPECT_EQ(speedscope.error, "");
+  EXPECT_EQ(speedscope.collapsed, SpeedscopeViewOfCollapsed(stacks));
+  PprofReadback pprof = ReadPprofWithGoTool(collapsed_file + ".pb.gz");
+  EXPECT_EQ(pprof.error, "");
+  std::map<std::string, uint64_t> pprof_expected;
+  for (const auto& [stack, count] : stacks)
+    pprof_expected[PprofViewOfCollapsedStack(stack)] += count;
+  EXPECT_EQ(pprof.stacks, pprof_expected);
+  if (auto why = FlameGraphConsumerUnavailable()) {
+    PYPERF_SKIP_OR_FAIL("the flame graph cannot be checked: " + *why);
+  }
+  // The hottest stack with tasks: the node of its running task.
+  std::string hottest;
+  uint64_t most = 0;
+  for (const auto& [stack, count] : stacks) {
+    if (count > most && stack.find(std::string(ebpf::pyperf::kTaskSuffix)) != std::string::npos) {
+      hottest = stack;
+      most = count;
+    }
+  }
+  ASSERT_FALSE(hottest.empty());
+  FlameGraphPageResult page = CheckFlameGraphPage(collapsed_file + ".html",
+                                                  FlameGraphNodePath(hottest, 4), "request-0", "");
+  ASSERT_EQ(page.error, "");
+  EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.collapsed, stacks);
+  EXPECT_TRUE(page.found) << hottest;
+  EXPECT_NE(page.tooltip.find(std::string(ebpf::pyperf::kTaskSuffix)), std::string::npos)
+      << page.tooltip;
+  EXPECT_GE(page.search_matches, 1u);
 
   // 3.12: one line, Python frames as ever, no task frame.
   EXPECT_NE(run.stderr_text.find("pid " + std::to_string(host->pid()) +

@@ -67,14 +67,15 @@ class SampleAssemblerTest : public ::testing::Test {
     maps.retire = [](int32_t) { return false; };
     maps.interned = [] { return std::optional<std::vector<uint64_t>>(std::vector<uint64_t>{0}); };
     maps.ids = [] { return std::vector<int32_t>(); };
-    symbols_ = std::make_unique<ebpf::pyperf::PythonSymbolTable>(std::move(maps),
-                                                           ebpf::pyperf::PythonSymbolTable::Limits{});
+    symbols_ = std::make_unique<ebpf::pyperf::PythonSymbolTable>(
+        std::move(maps), ebpf::pyperf::PythonSymbolTable::Limits{});
     python_ = std::make_unique<ebpf::pyperf::PythonStackDecoder>(symbols_.get(), false);
     auto ksyms = ebpf::KernelSymbols::Parse(
         "ffffffff81001000 T do_syscall_64\nffffffff81002000 t read_zero\n");
     EXPECT_TRUE(ksyms.ok());
     kallsyms_ = std::move(*ksyms);
-    assembler_ = std::make_unique<ebpf::pyperf::SampleAssembler>(python_.get(), &kernel_, &kallsyms_);
+    assembler_ =
+        std::make_unique<ebpf::pyperf::SampleAssembler>(python_.get(), &kernel_, &kallsyms_);
     process_.pid = 7;
     event_ = std::make_unique<pyperf_event>();
     std::memset(event_.get(), 0, sizeof(pyperf_event));
@@ -129,6 +130,46 @@ TEST_F(SampleAssemblerTest, PythonFramesComeRootFirstAfterTheEventsMarkers) {
   EXPECT_EQ(counters.truncated, 1u);
   EXPECT_EQ(counters.sample_errors, 1u);
   EXPECT_EQ(counters.symbol_errors, 3u);  // 99 is in no map, -1 was lost, one is missing
+}
+
+// --async-tasks: the chain root first (the event holds it leaf first), each
+// task "name (coroutine)"; then the running task's own frames only, from its
+// coroutine's (task_frame) to the leaf; the event loop's frames below are not
+// the task's. Without the mode, or without the coroutine's frame among the
+// Python frames, the sample is as ever.
+TEST_F(SampleAssemblerTest, AsyncTasksComeRootFirstBeforeTheRunningTasksOwnFrames) {
+  functions_[3] = "run_forever";
+  SetPythonFrames({2, 1, 3});  // handle <- serve <- run_forever (the loop)
+  event_->task_count = 3;
+  auto set_task = [&](int i, const char* name, int32_t coro) {
+    pyperf_task& t = event_->tasks[i];
+    t.coro_symbol = coro;
+    t.name_kind = PYPERF_TASK_NAME_TEXT;
+    t.name_text.size = static_cast<uint32_t>(std::strlen(name));
+    t.name_text.encoding = PYPERF_TEXT_UTF8;
+    std::memcpy(t.name, name, std::strlen(name));
+  };
+  set_task(0, "requ\xc3\xaate;7", 1);
+  event_->tasks[1].name_kind = PYPERF_TASK_NAME_NUMBER;
+  event_->tasks[1].number = 12;
+  event_->tasks[1].coro_symbol = PYPERF_SYMBOL_LOST;
+  set_task(2, "main", 3);
+  event_->task_error = PYPERF_TASK_ERROR_TOO_DEEP;
+  event_->task_frame = 2;  // serve: the running task's coroutine
+  const std::string plain =
+      "worker-7/8;app.srv.Handler.run_forever (/app/srv.py:13)_[p];"
+      "app.srv.Handler.serve (/app/srv.py:11)_[p];app.srv.Handler.handle (/app/srv.py:12)_[p]";
+  EXPECT_EQ(Assemble(), plain) << "without --async-tasks";
+  assembler_->set_async_tasks(true);
+  EXPECT_EQ(
+      Assemble(),
+      "worker-7/8;[Task Chain Too Deep]_[pe];main (Handler.run_forever)_[pt];"
+      "Task-12 ([Lost Symbol])_[pt];requ\xc3\xaate_7 (Handler.serve)_[pt];"
+      "app.srv.Handler.serve (/app/srv.py:11)_[p];app.srv.Handler.handle (/app/srv.py:12)_[p]");
+  EXPECT_EQ(assembler_->counters().task_samples, 1u);
+  EXPECT_EQ(assembler_->counters().task_errors, 2u);  // the chain's end, a lost coroutine
+  event_->task_frame = 0;  // the coroutine's frame not among them: no tasks
+  EXPECT_EQ(Assemble(), plain);
 }
 
 TEST_F(SampleAssemblerTest, AReplacedProcessShowsTheMarkerAndNoPythonFrame) {

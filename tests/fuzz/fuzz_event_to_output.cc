@@ -24,6 +24,8 @@
 //                 bit 3 end a symbol round after each event
 //                 bit 4 --native-frames interleaved (the event's entries and
 //                 its native frames merged by StackInterleaver)
+//                 bit 5 --async-tasks (the event's task chain before its
+//                 Python frames)
 //   u8  version   picks the CPython layout (line-table format, offsets)
 //   u8  n         symbols: each i32 id, then a raw pyperf_symbol
 //   u16 n         line table bytes of the fake code object
@@ -39,10 +41,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
-#include <deque>
 #include <vector>
 
 #include "FrameSpelling.h"
@@ -64,8 +66,8 @@ namespace {
 using pyperf_fuzz::FuzzInput;
 
 const ebpf::pyperf::PythonVersion kVersions[] = {{2, 7, 18}, {3, 6, 15},  {3, 7, 17}, {3, 8, 18},
-                                           {3, 9, 18}, {3, 10, 13}, {3, 11, 7}, {3, 12, 1},
-                                           {3, 13, 5}, {3, 14, 0}};
+                                                 {3, 9, 18}, {3, 10, 13}, {3, 11, 7}, {3, 12, 1},
+                                                 {3, 13, 5}, {3, 14, 0}};
 
 // A few kernel symbols: kernel names are not what is fuzzed here.
 constexpr char kKallsyms[] =
@@ -195,6 +197,7 @@ struct RunFlags {
   bool kernel_names = false;
   bool end_rounds = false;
   bool interleaved = false;
+  bool async_tasks = false;
 
   static RunFlags From(uint8_t byte) {
     RunFlags f;
@@ -203,6 +206,7 @@ struct RunFlags {
     f.kernel_names = byte & 4;
     f.end_rounds = byte & 8;
     f.interleaved = byte & 16;
+    f.async_tasks = byte & 32;
     return f;
   }
 };
@@ -233,8 +237,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int k = in.U8(); k > 0; --k) addrs.push_back(in.U64());
   }
   ebpf::pyperf::SampleAssembler assembler(&python, &kernel_stacks,
-                                    run.kernel_names ? &s.kallsyms : &s.no_kallsyms);
+                                          run.kernel_names ? &s.kallsyms : &s.no_kallsyms);
   assembler.set_interleaved(run.interleaved);
+  assembler.set_async_tasks(run.async_tasks);
 
   ebpf::pyperf::TrackedProcess tracked;
   tracked.pid = getpid();

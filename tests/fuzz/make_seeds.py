@@ -180,18 +180,27 @@ def symbol(cls, function, file, first_line):
             struct.pack("<i", first_line))
 
 
+def task(coro_symbol, name=b"", name_kind=1, number=0, encoding=1, size=None):
+    """A raw pyperf_task: its coroutine's symbol id, its name (PYPERF_TASK_NAME_*)."""
+    _, name_text = text(name, encoding, size)
+    return (struct.pack("<iB3x", coro_symbol, name_kind) + name_text +
+            struct.pack("<Q", number) + name[:64].ljust(64, b"\0"))
+
+
 def event(tid, comm, frames, kernel_stack_id=-14, error=0, truncated=0, mm=0, ip=0, sp=0,
           user_stack=b"", user_stack_start=0, generation=0, no_thread_state=0, entries=(),
-          stack_cut=0):
-    head = struct.pack("<II16siIBBBBIQQQQQIBB2x", 0, tid, comm, kernel_stack_id, len(frames),
+          stack_cut=0, tasks=(), task_error=0, task_frame=0):
+    head = struct.pack("<II16siIBBBBIQQQQQIBBBBHH4x", 0, tid, comm, kernel_stack_id, len(frames),
                        error, truncated, 0, no_thread_state, generation, ip, sp, 0, mm,
-                       user_stack_start, len(user_stack), 0, stack_cut)
-    # entries[128] (PYPERF_ENTRY_* per frame), then frames[128].
-    body = b"".join(struct.pack("<I", e) for e in entries).ljust(128 * 4, b"\0")
+                       user_stack_start, len(user_stack), 0, stack_cut, 0, task_error,
+                       len(tasks), task_frame)
+    # tasks[8] (--async-tasks), entries[128] (PYPERF_ENTRY_* per frame), then frames[128].
+    body = b"".join(tasks).ljust(8 * 88, b"\0")
+    body += b"".join(struct.pack("<I", e) for e in entries).ljust(128 * 4, b"\0")
     body += b"".join(struct.pack("<iiQ", sid, lasti, code)
                      for sid, lasti, code in frames).ljust(128 * 16, b"\0")
     record = head + body + user_stack
-    assert len(head) == 88
+    assert len(head) == 96
     return struct.pack("<H", len(record)) + record
 
 
@@ -225,11 +234,19 @@ def event_seeds():
                     user_stack=bytes(range(64)), generation=1, kernel_stack_id=5) +
               # Entries: a 3.11 entry frame, and a 3.12+ shim 0x40 above sp.
               event(1244, b"i", frames, ip=0x401000, sp=0x7ffd0000, user_stack_start=0x7ffcfff8,
-                    user_stack=bytes(range(64)), entries=(0, 1, 0x42), stack_cut=1))
+                    user_stack=bytes(range(64)), entries=(0, 1, 0x42), stack_cut=1) +
+              # --async-tasks: a chain of three (a str name, a default Task-<n>,
+              # a name cut short), its root end too deep; one with a lost coroutine.
+              event(1245, b"loop", frames, tasks=(task(1, b"request-7"), task(2, name_kind=2,
+                                                                            number=12),
+                                                  task(3, b"r\xc3\xa9q" * 30, encoding=8)),
+                    task_error=1, task_frame=2) +
+              event(1245, b"loop", frames, tasks=(task(-1, b"x"),), task_error=2, task_frame=9))
     for name, flags, version, table in (("lines_first_311", 0, 6, locations),
                                          ("lines_current_311", 1 | 4 | 8, 6, locations),
                                          ("lines_current_310_native", 1 | 2 | 4, 5, linetable310),
                                          ("interleaved_311", 2 | 16, 6, locations),
+                                         ("async_tasks_314", 2 | 32, 9, locations),
                                          ("lines_current_27", 1, 0, bytes([2, 1, 4, 1, 10, 3]))):
         write(t, "seed_" + name,
               bytes([flags, version]) + sym_bytes + struct.pack("<H", len(table)) + table +

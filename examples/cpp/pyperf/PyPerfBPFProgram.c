@@ -45,6 +45,10 @@
  * (an object at the end of its mapping), is read on its own. */
 #define FRAME_BLOCK 128
 #define CODE_BLOCK 160
+/* --async-tasks: bytes read at once from a task: its name, coroutine and
+ * awaiter fields (up to task_name + 8 = 144 on 3.14 and 3.15), within
+ * sizeof(TaskObj) (168) so that the read never runs past the object. */
+#define TASK_BLOCK 152
 
 /* Per-CPU scratch: the event being built and the walkers' state. */
 struct pyperf_sample_state {
@@ -84,6 +88,7 @@ struct pyperf_sample_state {
    * each instead of one per field (a read costs far more than its bytes). */
   u8 frame_block[FRAME_BLOCK];
   u8 code_block[CODE_BLOCK];
+  u8 task_block[TASK_BLOCK]; /* --async-tasks: the first bytes of a task */
   u32 frame_block_ok;
   u32 code_block_ok;
   struct pyperf_symbol_slot slot; /* the symbol being interned, and its stamp */

@@ -29,12 +29,6 @@ struct set_entry {
   s64 hash;
 };
 
-static __always_inline u8 read_u8(u64 addr) {
-  u8 value = 0;
-  read_user(&value, sizeof(value), (void *)addr);
-  return value;
-}
-
 /* The name of a task: a str copied as the symbols' strings are, or the int
  * of a default name. */
 static __always_inline void read_task_name(struct pyperf_offsets *o, u64 name,
@@ -101,18 +95,25 @@ int walk_tasks(struct bpf_perf_event_data *ctx) {
   u32 count = 0;
   for (u32 i = 0; i < PYPERF_MAX_TASKS; i++) {
     if (task == 0) break;
-    if (read_u8(task + o->task_is_task) != 1) {
+    /* The task's fields in one read where they lie in its first TASK_BLOCK
+     * bytes (3.14, 3.15: all of them), one read each otherwise. */
+    u32 ok = read_user(state->task_block, TASK_BLOCK, (void *)task) == 0;
+    if (block_u8(state->task_block, ok, TASK_BLOCK, task, o->task_is_task) != 1) {
       event->task_error = PYPERF_TASK_ERROR_UNREADABLE;
       task = 0;
       break;
     }
     struct pyperf_task *t = &event->tasks[i & (PYPERF_MAX_TASKS - 1)];
-    read_task_name(o, read_ptr(task + o->task_name), t);
-    u64 coro = read_ptr(task + o->task_coro);
-    t->coro_symbol = coro ? coroutine_symbol(state, o, coro) : PYPERF_SYMBOL_MISSING;
+    read_task_name(o, block_ptr(state->task_block, ok, TASK_BLOCK, task, o->task_name), t);
+    u64 coro = block_ptr(state->task_block, ok, TASK_BLOCK, task, o->task_coro);
+    /* The running task's coroutine is the frame the walk named already. */
+    if (i == 0 && event->task_frame > 0)
+      t->coro_symbol = event->frames[(event->task_frame - 1) & (MAX_FRAMES - 1)].symbol_id;
+    else
+      t->coro_symbol = coro ? coroutine_symbol(state, o, coro) : PYPERF_SYMBOL_MISSING;
     count = i + 1;
-    u64 awaited_by = read_ptr(task + o->task_awaited_by);
-    if (awaited_by && read_u8(task + o->task_awaited_by_is_set)) {
+    u64 awaited_by = block_ptr(state->task_block, ok, TASK_BLOCK, task, o->task_awaited_by);
+    if (awaited_by && block_u8(state->task_block, ok, TASK_BLOCK, task, o->task_awaited_by_is_set)) {
       awaited_by = first_set_task(o, awaited_by);
       if (awaited_by == 0) event->task_error = PYPERF_TASK_ERROR_UNREADABLE;
     }
