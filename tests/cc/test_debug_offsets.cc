@@ -310,8 +310,15 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
   EXPECT_EQ(std::memcmp(resolved->offsets, table, offsetof(pyperf_offsets, tstate_running_task)),
             0);
   EXPECT_GT(resolved->offsets->tstate_running_task, 0);
-  EXPECT_EQ(resolved->offsets->gen_iframe,
-            static_cast<pp_s64>(facts->values.at("gen_object.gi_iframe")));
+  const std::pair<pp_s64 pyperf_offsets::*, const char*> published[] = {
+      {&pyperf_offsets::gen_iframe, "gen_object.gi_iframe"},
+      {&pyperf_offsets::type_flags, "type_object.tp_flags"},
+      {&pyperf_offsets::long_tag, "long_object.lv_tag"},
+      {&pyperf_offsets::long_digits, "long_object.ob_digit"},
+      {&pyperf_offsets::set_table, "set_object.table"},
+      {&pyperf_offsets::set_mask, "set_object.mask"}};
+  for (const auto& [field, member] : published)
+    EXPECT_EQ(resolved->offsets->*field, static_cast<pp_s64>(facts->values.at(member))) << member;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -16,6 +16,9 @@
 //    path from the root of the tree `asyncio pstree` prints for the process,
 //    its coroutines those pstree shows under each task; the running task's
 //    coroutine frame follows its task frame;
+//  - the same holds for a second PyPerf, run at the same time with
+//    --native-frames interleaved, whose task frames replace the event loop's
+//    Python and native frames;
 //  - the "deep" request's chain of 11 tasks is cut to its leaf-most 8 after
 //    [Task Chain Too Deep]_[pe], and those match the end of a pstree path;
 //  - on 3.15 the share of samples per task chain agrees with the sampler's
@@ -257,6 +260,12 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
                              std::to_string(containers[1].pid), "-p", std::to_string(host->pid()),
                              "-o", output, "--format", "collapsed,speedscope,pprof,flamegraph"});
   ASSERT_TRUE(WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) << pyperf->Stderr();
+  // The same chains in interleaved mode, from a second PyPerf at the same time.
+  auto pyperf_interleaved = StartPyPerf(
+      {"--async-tasks", "--native-frames", "interleaved", "-F", std::to_string(kPyPerfHz), "-p",
+       std::to_string(containers[0].pid), "-p", std::to_string(containers[1].pid)});
+  ASSERT_TRUE(WaitForStderr(*pyperf_interleaved, "Ready to profile", kPyPerfTimeout))
+      << pyperf_interleaved->Stderr();
   const Container& c315 = containers[1];
   const std::string sampler_file = c315.dir->inside() + "/sampler.collapsed";
   ChildProcess sampler(InContainer(
@@ -274,7 +283,10 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
       << "the workloads did not run, or the sampler did not end; sampler:\n"
       << sampler.Stdout() << sampler.Stderr();
   pyperf->Signal(SIGTERM);
+  pyperf_interleaved->Signal(SIGTERM);
   PyPerfRun run = FinishPyPerf(*pyperf, "PyPerf --async-tasks", seconds(30));
+  const PyPerfRun interleaved = FinishPyPerf(
+      *pyperf_interleaved, "PyPerf --async-tasks --native-frames interleaved", seconds(30));
   ASSERT_TRUE(sampler.Wait(seconds(30)).has_value());
   ASSERT_EQ(sampler.ExitCode(), 0) << sampler.Stdout() << sampler.Stderr();
 
@@ -341,10 +353,11 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
 
   std::map<std::vector<std::string>, uint64_t> mine_315;
   uint64_t total_315 = 0;
-  for (const Container& c : containers) {
-    SCOPED_TRACE("CPython " + c.minor);
+  // Each version's task chains, in leaf mode (`run`) and interleaved.
+  auto check_chains = [&](const CollapsedProfile& profile, const Container& c, const char* mode) {
+    SCOPED_TRACE("CPython " + c.minor + ", " + mode);
     uint64_t samples = 0, with_tasks = 0, in_pstree = 0, deep = 0;
-    for (const auto& line : run.profile.OfPid(c.pid)) {
+    for (const auto& line : profile.OfPid(c.pid)) {
       samples += line.count;
       bool well_placed = false, too_deep = false;
       const Chain chain = TaskChain(line, &well_placed, &too_deep);
@@ -360,15 +373,15 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
       } else {
         ADD_FAILURE() << "a chain pstree does not print: " << Join(chain);
       }
-      if (c.minor == "3.15") {
+      if (c.minor == "3.15" && std::string(mode) == "leaf") {
         auto names = Names(chain);
         if (too_deep) names.insert(names.begin(), std::string(ebpf::pyperf::kTaskChainTooDeep));
         mine_315[names] += line.count;
         total_315 += line.count;
       }
     }
-    std::printf("[ async %s ] %llu samples, %.1f%% with tasks, %.1f%% of those a pstree chain\n",
-                c.minor.c_str(), (unsigned long long)samples,
+    std::printf("[ async %s %s ] %llu samples, %.1f%% with tasks, %.1f%% of those a pstree chain\n",
+                c.minor.c_str(), mode, (unsigned long long)samples,
                 samples ? 100.0 * with_tasks / samples : 0.0,
                 with_tasks ? 100.0 * in_pstree / with_tasks : 0.0);
     EXPECT_GT(samples, 1000u);
@@ -376,6 +389,10 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
     EXPECT_GE(deep * 100, samples * 2) << "too few samples of the chain deeper than 8 tasks";
     EXPECT_GE(with_tasks * 100, samples * kMinTaskPercent);
     EXPECT_EQ(in_pstree, with_tasks);
+  };
+  for (const Container& c : containers) {
+    check_chains(run.profile, c, "leaf");
+    check_chains(interleaved.profile, c, "interleaved");
   }
 
   // 3.15: shares per chain of task names against the sampler's.

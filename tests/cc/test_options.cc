@@ -190,11 +190,12 @@ TEST(Options, InterleavedNativeFramesCopyEightPagesUnlessToldAndNeedNativeFrames
   EXPECT_NE(Refused({"--native-frames", "mixed"}).find("--native-frames"), std::string::npos);
 }
 
-TEST(Options, AsyncTasksIsASwitchNotYetWithInterleavedFrames) {
+TEST(Options, AsyncTasksIsASwitchInEitherNativeFramesMode) {
   EXPECT_FALSE(Valid({}).async_tasks);
   EXPECT_TRUE(Valid({"--async-tasks"}).async_tasks);
-  EXPECT_NE(Refused({"--async-tasks", "--native-frames", "interleaved"}).find("--async-tasks"),
-            std::string::npos);
+  const Options o = Valid({"--async-tasks", "--native-frames", "interleaved"});
+  EXPECT_TRUE(o.async_tasks);
+  EXPECT_EQ(o.native_frames, NativeFramesMode::kInterleaved);
 }
 
 // gProfiler's PythonEbpfProfiler.test(): its output path has a random prefix.

@@ -189,6 +189,22 @@ const std::vector<FieldSpec>& Fields() {
        Since(3, 7, OffsetOf("_PyRuntimeState", "interpreters.main"))},
       {PYPERF_FIELD(runtime_interp_head), 8,
        Since(3, 7, OffsetOf("_PyRuntimeState", "interpreters.head"))},
+      // --async-tasks: 0 in every table. Each process's come from its build's
+      // .AsyncioDebug section and _Py_DebugOffsets (PyAsyncioOffsets.h);
+      // test_debug_offsets.cc checks those against the headers,
+      // test_py_asyncio_offsets.cc finds the sections.
+      {PYPERF_FIELD(tstate_running_task), 0, Always(Value(0))},
+      {PYPERF_FIELD(task_name), 0, Always(Value(0))},
+      {PYPERF_FIELD(task_awaited_by), 0, Always(Value(0))},
+      {PYPERF_FIELD(task_is_task), 0, Always(Value(0))},
+      {PYPERF_FIELD(task_awaited_by_is_set), 0, Always(Value(0))},
+      {PYPERF_FIELD(task_coro), 0, Always(Value(0))},
+      {PYPERF_FIELD(gen_iframe), 0, Always(Value(0))},
+      {PYPERF_FIELD(type_flags), 0, Always(Value(0))},
+      {PYPERF_FIELD(long_tag), 0, Always(Value(0))},
+      {PYPERF_FIELD(long_digits), 0, Always(Value(0))},
+      {PYPERF_FIELD(set_table), 0, Always(Value(0))},
+      {PYPERF_FIELD(set_mask), 0, Always(Value(0))},
   };
   return fields;
 }

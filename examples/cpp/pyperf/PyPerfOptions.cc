@@ -260,7 +260,7 @@ const std::vector<Flag>& Flags() {
       {"--insert-dso-name", Switch(&Options::insert_dso_name), "Append the file a native frame comes from to its name"},
       {"--line-numbers", Choice(&Options::line_numbers, {"first", LineNumberMode::kFirst}, {"current", LineNumberMode::kCurrent}), "Python frames report the function's first line or the line being executed"},
       {"--native-frames", Choice(&Options::native_frames, {"leaf", NativeFramesMode::kLeaf}, {"interleaved", NativeFramesMode::kInterleaved}), "Native frames above the innermost Python frame only (leaf), or the whole native stack with each eval-loop frame replaced by the Python frames it ran (interleaved; --user-stacks-pages then defaults to " + number(kInterleavedUserStacksPages) + ")"},
-      {"--async-tasks", Switch(&Options::async_tasks), "CPython 3.14+: samples of a thread running an asyncio task start with the tasks awaiting it, root first, then the task's own (its coroutine's frames on); other versions are profiled as without it"},
+      {"--async-tasks", Switch(&Options::async_tasks), "CPython 3.14+: samples of a thread running an asyncio task start with the tasks awaiting it, root first, then the task's own frames (its coroutine's frame on, native ones between them with --native-frames interleaved); other versions are profiled as without it"},
       {"--native-cache", Choice(&Options::native_cache, {"on", true}, {"off", false}), "Cache native symbols by file and offset, shared across processes"},
       {"--native-cache-entries", Number("N", &Options::native_cache_entries, 1, 1u << 26), "Most entries the native symbol cache keeps"},
       {"--native-cache-bytes", Size("SIZE", &Options::native_cache_bytes, 1, 1ull << 40), "Most memory the native symbol cache uses; suffixes K, M, G are powers of 1024"},
@@ -382,8 +382,6 @@ CommandLine Convert(const RawArgs& raw) {
     if (o.user_stacks_pages == 0)
       return Failure("--native-frames interleaved: needs native frames (--user-stacks-pages 0)");
   }
-  if (o.async_tasks && o.native_frames == NativeFramesMode::kInterleaved)
-    return Failure("--async-tasks: cannot be combined with --native-frames interleaved yet");
   if (o.user_stacks_pages > kMaxUserStacksPages) {
     // Capped rather than refused: a too-large request from a caller such as
     // gProfiler should still profile, with the most that fits a perf record.

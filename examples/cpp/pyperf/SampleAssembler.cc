@@ -64,7 +64,7 @@ void SampleAssembler::Assemble(const pyperf_event& event, size_t size,
       ++counters_.sample_errors;
     }
     if (event.no_thread_state) ++counters_.no_thread_state;
-    if (async_tasks_ && event.task_frame > 0 && (event.task_count > 0 || event.task_error)) {
+    if (HasTaskChain(event) && !(interleaved_ && NativeStackTrace::enabled())) {
       // The tasks awaiting the running one, then its coroutine's frames on
       // (the event loop's frames below it are the tasks' place).
       ++counters_.task_samples;
@@ -85,6 +85,11 @@ void SampleAssembler::Assemble(const pyperf_event& event, size_t size,
   if (sample->frames.empty()) AddMarker(kNoFrames);
   dictionary_ = nullptr;
   sample_ = nullptr;
+}
+
+bool SampleAssembler::HasTaskChain(const pyperf_event& event) const {
+  return async_tasks_ && !event.replaced && event.task_frame > 0 &&
+         (event.task_count > 0 || event.task_error != PYPERF_TASK_ERROR_NONE);
 }
 
 void AppendNativeSampleFrames(const std::vector<NativeFrame>& leaf_first,
@@ -157,9 +162,27 @@ void SampleAssembler::AddInterleavedFrames(const pyperf_event& event, size_t siz
   python.entries = &python_entries_;
   python.complete = !event.replaced && !event.truncated && event.error == PYPERF_ERROR_NONE;
   python.runs_known = event.calls_mismatch == 0;
+  // --async-tasks: where the running task's coroutine frame lands; what is
+  // rootward of it (the event loop's Python and native frames) is the tasks'
+  // place.
+  const size_t start = sample_->frames.size();
+  size_t coroutine_at = SIZE_MAX;
+  if (HasTaskChain(event) && event.task_frame <= python_frames_.size()) {
+    python.report = python_frames_.size() - event.task_frame;
+    python.reported_at = &coroutine_at;
+  }
   AppendInterleavedFrames(python, event.sp, trace.frames(), trace.result(),
                           NativeStackTrace::unwinder(), dictionary_, &sample_->frames,
                           &counters_.interleave);
+  if (coroutine_at == SIZE_MAX) return;
+  std::vector<SampleFrame>& frames = sample_->frames;
+  frames.erase(frames.begin() + static_cast<std::ptrdiff_t>(start),
+               frames.begin() + static_cast<std::ptrdiff_t>(coroutine_at));
+  task_frames_.clear();
+  ++counters_.task_samples;
+  python_->AppendTaskFrames(event, dictionary_, &task_frames_, &counters_.task_errors);
+  frames.insert(frames.begin() + static_cast<std::ptrdiff_t>(start), task_frames_.begin(),
+                task_frames_.end());
 }
 
 void SampleAssembler::AddKernelFrames(const pyperf_event& event) {

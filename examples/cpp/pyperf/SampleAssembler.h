@@ -98,6 +98,9 @@ class SampleAssembler {
   void AddNativeFrames(const pyperf_event& event, size_t size);
   void AddInterleavedFrames(const pyperf_event& event, size_t size, const TrackedProcess& process);
   void AddKernelFrames(const pyperf_event& event);
+  // --async-tasks: the event's task chain is shown (a running task whose
+  // coroutine frame the walk recorded).
+  bool HasTaskChain(const pyperf_event& event) const;
 
   PythonStackDecoder* python_;
   KernelStackSource* kernel_stacks_;
@@ -110,6 +113,7 @@ class SampleAssembler {
   bool interleaved_ = false;
   bool async_tasks_ = false;
   std::vector<NativeFrame> native_frames_;
+  std::vector<SampleFrame> task_frames_;
   std::vector<SampleFrame> python_frames_;  // interleaved: the Python frames, root first
   std::vector<uint32_t> python_entries_;    // ... and their PYPERF_ENTRY_* values
   std::vector<uint64_t> kernel_addrs_;

@@ -46,6 +46,13 @@ void AppendInterleavedFrames(const PythonCalls& python, uint64_t sp,
                              InterleaveCounters* counters) {
   const std::vector<SampleFrame>& py = *python.frames;
   const std::vector<uint32_t>& entries = *python.entries;
+  // Appends py[begin, end), noting where the reported frame lands.
+  auto append_python = [&](size_t begin, size_t end) {
+    if (python.reported_at && python.report >= begin && python.report < end)
+      *python.reported_at = out->size() + (python.report - begin);
+    out->insert(out->end(), py.begin() + static_cast<std::ptrdiff_t>(begin),
+                py.begin() + static_cast<std::ptrdiff_t>(end));
+  };
   if (result.copy_ended) ++counters->copy_ended;
   // No Python frames (a native thread, a replaced process): nothing to place.
   if (py.empty()) {
@@ -118,21 +125,20 @@ void AppendInterleavedFrames(const PythonCalls& python, uint64_t sp,
 
   if (unpaired) {
     ++counters->unpaired;
-    out->insert(out->end(), py.begin(), py.end());
+    append_python(0, py.size());
     AppendMarker(kUnpairedEvalLoopFrames, dictionary, out);
     AppendNativeSampleFrames(native, result, unwinder, dictionary, out);
     return;
   }
   // Calls no native frame was found for (the unwind ended first): root
   // first, ahead of the marker that says why.
-  for (size_t c = calls.size(); c-- > placed;)
-    out->insert(out->end(), py.begin() + calls[c].begin, py.begin() + calls[c].end);
+  for (size_t c = calls.size(); c-- > placed;) append_python(calls[c].begin, calls[c].end);
   if (result.copy_ended) AppendMarker(kNativeStackCopyEnded, dictionary, out);
   if (result.truncated) AppendMarker(kTruncatedNativeStack, dictionary, out);
   for (size_t i = kept; i-- > 0;) {
     if (pairs[i] >= 0) {
       const Call& call = calls[static_cast<size_t>(pairs[i])];
-      out->insert(out->end(), py.begin() + call.begin, py.begin() + call.end);
+      append_python(call.begin, call.end);
     } else {
       AppendNativeSampleFrame(native[i], unwinder, dictionary, out);
     }

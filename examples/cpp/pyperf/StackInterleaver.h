@@ -22,6 +22,7 @@
 //   kUnpairedEvalLoopFrames, then every native frame, unmerged.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct PythonCalls {
   bool complete = true;
   // The runs are the calls' own (pyperf_event.calls_mismatch not set).
   bool runs_known = true;
+  // --async-tasks: frames[report]'s index in *out once appended is stored in
+  // *reported_at (left alone if it is not appended).
+  size_t report = SIZE_MAX;
+  size_t* reported_at = nullptr;
 };
 
 // Appends the interleaved frames of one sample to *out, root first.
