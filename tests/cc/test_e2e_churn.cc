@@ -1,5 +1,5 @@
 // End-to-end test of process churn (issue 11): 1,000 short-lived Python
-// processes of several versions start and exit over 60 s while PyPerf
+// processes of several versions start and exit over 35 s while PyPerf
 // profiles the whole host with native stacks and gProfiler's protocol. PyPerf
 // keeps running, every dump asked for is written, and its memory, open fds,
 // BPF maps and caches stay bounded: printed at the start and the end, and
@@ -27,7 +27,7 @@ namespace pyperf_test {
 namespace {
 
 constexpr int kProcesses = 1000;
-constexpr int kChurnSeconds = 60;
+constexpr int kChurnSeconds = 35;
 constexpr auto kDumpEvery = seconds(5);
 
 // PyPerf's -v 2 "tables:" line (README, "Tables and their bounds").

@@ -220,24 +220,28 @@ TEST_F(OutputProtocolTest, WithoutOutputPathStacksGoToStdoutAtTheEnd) {
 // gProfiler reads PyPerf's stderr only at each snapshot: in between, a
 // verbose PyPerf fills the pipe. That must never delay a dump nor the exit.
 TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
-  // One every kDumpEvery: 25 s with the pipe full (each dump writes more
+  // One every kDumpEvery: 5 s with the pipe full (each dump writes more
   // lines the pipe cannot take; five show it is never a matter of luck).
+  // gProfiler's cadence is slower; how often the signal comes does not
+  // change what a full pipe does to a dump.
   constexpr size_t kDumps = 5;
-  constexpr auto kDumpEvery = seconds(5);
+  constexpr auto kDumpEvery = seconds(1);
   // gProfiler's dump timeout (tests/gprofiler/pyperf_harness.py DUMP_TIMEOUT): a
   // blocked write never ends, so more patience only keeps a busy host from failing.
   constexpr auto kDumpDeadline = seconds(5);
   constexpr auto kExitDeadline = seconds(10);
-  // A pipe reports room only while a page is free: it stops taking lines
-  // once its 4th page is begun, its first three full but for the tail a
-  // line did not fit in (PyPerf's lines here are shorter than 512 bytes).
-  constexpr size_t kFullPipeBytes = 3 * (4096 - 512);
+  // A pipe reports room only while a page is free: a pipe of two pages
+  // stops taking lines once its second page is begun, its first full but for
+  // the tail a line did not fit in (PyPerf's lines here are shorter than 512
+  // bytes).
+  constexpr size_t kFullPipeBytes = 4096 - 512;
 
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0) << strerror(errno);
   ebpf::UniqueFd stderr_read_end(fds[0]), stderr_write_end(fds[1]);
-  // A pipe of 4 pages, so that what -v 4 prints in the run fills it early.
-  constexpr int kPipeBytes = 4 * 4096;
+  // A pipe of two pages (one would hold a single line: it is full once its
+  // only page is begun), so that what -v 4 prints in the run fills it early.
+  constexpr int kPipeBytes = 2 * 4096;
   ASSERT_EQ(fcntl(fds[1], F_SETPIPE_SZ, kPipeBytes), kPipeBytes) << strerror(errno);
   ChildProcess::Options options;
   options.stderr_fd = stderr_write_end.get();  // the child's fd 2; nobody reads the other end
@@ -249,9 +253,9 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
       << path_ << " did not appear within " << kPyPerfTimeout.count() << " s";
 
   // What -v 4 prints fills the pipe within a minute or so: wait until it
-  // has (PyPerf's own output is the signal), then gProfiler's cadence,
-  // SIGUSR2 every 5 s, kDumps times, and SIGTERM at the end, which writes
-  // the last interval's file.
+  // has (PyPerf's own output is the signal), then SIGUSR2 every
+  // kDumpEvery, kDumps times, and SIGTERM at the end, which writes the last
+  // interval's file.
   auto unread = [&] {
     int bytes = 0;
     ioctl(stderr_read_end.get(), FIONREAD, &bytes);
@@ -261,7 +265,7 @@ TEST_F(OutputProtocolTest, UnreadStderrPipeNeverDelaysADump) {
       WaitFor([&] { return unread() >= kFullPipeBytes || !pyperf->Running(); }, seconds(300)) &&
       pyperf->Running())
       << "the pipe holds " << unread() << " bytes, not yet full";
-  // Then gProfiler's cadence on the full pipe: SIGUSR2 every 5 s.
+  // Then the dumps, on the full pipe.
   size_t dumps = 0;
   auto next_signal = std::chrono::steady_clock::now();
   for (; dumps < kDumps;) {

@@ -28,7 +28,7 @@
 namespace pyperf_test {
 namespace {
 
-constexpr int kChurnProcesses = 30;
+constexpr int kChurnProcesses = 15;
 
 bool AnyFrameContains(const std::vector<CollapsedLine>& lines, FrameKind kind,
                       const std::string& part) {
