@@ -5,21 +5,37 @@
 # -DPYPERF_SANITIZE=ON (AddressSanitizer + UndefinedBehaviorSanitizer) in
 # build-asan/, runs them, and fails on any sanitizer report, whichever process
 # wrote it: the test programs themselves or the PyPerf processes they start.
-# Extra arguments go to ctest. Run as root, after scripts/setup.sh and
-# scripts/python-roots.sh.
+#
+#   scripts/test-sanitized.sh [build|test] [ctest arguments...]
+#
+# "build" only builds, "test" only runs what an earlier "build" built (so
+# scripts/test.sh builds in the background while the other tests run); with
+# neither, both. Extra arguments go to ctest. Run as root, after
+# scripts/setup.sh and scripts/python-roots.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${PYPERF_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+step=all
+if [[ "${1:-}" == build || "${1:-}" == test ]]; then
+  step=$1
+  shift
+fi
 start=$(date +%s)
 
 # Debug (asserts on) at -O1 -g1: reports need only line tables, and this
 # compiles faster than -O2 -g while keeping PyPerf fast enough for the
 # end-to-end tests' sampling (the test programs' own code is built at -O0).
-cmake -S "$ROOT" -B "$BUILD_DIR" -DPYPERF_SANITIZE=ON -DPYPERF_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-  >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target pyperf_sanitized_tests
+if [[ $step != test ]]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DPYPERF_SANITIZE=ON -DPYPERF_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target pyperf_sanitized_tests
+fi
 t_build=$(date +%s)
+if [[ $step == build ]]; then
+  echo "sanitized build: $((t_build - start)) s"
+  exit 0
+fi
 
 # ASan and LeakSanitizer write every report to a file of their own in
 # $REPORTS (log_path, the PID appended), so a report from a PyPerf a test
@@ -66,5 +82,9 @@ for log in Testing/Temporary/LastTest-unit.log Testing/Temporary/LastTest.log; d
     status=1
   fi
 done
-echo "sanitized times: build $((t_build - start)) s, tests $((t_test - t_build)) s"
+if [[ $step == all ]]; then
+  echo "sanitized times: build $((t_build - start)) s, tests $((t_test - t_build)) s"
+else
+  echo "sanitized tests: $((t_test - t_build)) s"
+fi
 exit "$status"
