@@ -120,10 +120,13 @@ void ProcessTracker::Track(const PythonProcessInfo& info, uint64_t exec_time,
   log_->Log(1, "profiling pid " + std::to_string(info.pid) + " (CPython " +
                    info.version.ToString() + ", " + info.module.path +
                    ", offsets: " + resolved->source + ")");
-  if (async_tasks_ && offsets->tstate_running_task <= 0)
-    log_->Warn("pid " + std::to_string(info.pid) + " (CPython " + info.version.ToString() +
-               "): --async-tasks is not available: " + resolved->asyncio_unavailable +
-               "; profiled without task frames");
+  // Once per version and reason: a host may run thousands of such processes.
+  if (async_tasks_ && offsets->tstate_running_task <= 0 &&
+      async_unavailable_said_.insert(info.version.ToString() + resolved->asyncio_unavailable)
+          .second)
+    log_->Warn("CPython " + info.version.ToString() + " (pid " + std::to_string(info.pid) +
+               " and any other like it): --async-tasks is not available: " +
+               resolved->asyncio_unavailable + "; profiled without task frames");
 }
 
 void ProcessTracker::Forget(pid_t pid) {

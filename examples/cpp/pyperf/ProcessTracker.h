@@ -33,7 +33,7 @@ class ProcessTracker {
   ProcessTracker(std::vector<int> pids, PyPerfBpf* bpf, ProfilerLog* log, ForgetListener on_forget);
 
   // --async-tasks: a process whose offsets have no asyncio task layout is
-  // profiled with one warning line saying so.
+  // profiled as without it, and one warning line per version says so.
   void set_async_tasks(bool async_tasks) { async_tasks_ = async_tasks; }
 
   // Looks at every process again: profiles new Python processes, forgets
@@ -86,6 +86,9 @@ class ProcessTracker {
   // -p pids looked at once: only the first look warns about a missing pid.
   std::set<pid_t> looked_at_;
   bool warned_process_limit_ = false;  // py_procs full: said once
+  // --async-tasks not available: said once per version and reason (bounded by
+  // the versions and builds PyPerf knows).
+  std::set<std::string> async_unavailable_said_;
   std::map<const pyperf_offsets*, uint32_t> layouts_;
   bool rescan_asked_ = false;
 };
