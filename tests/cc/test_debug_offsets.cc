@@ -294,7 +294,7 @@ TEST_P(DebugOffsetsAgainstHeaders, LiveValuesMatchTheHeaders) {
   EXPECT_EQ(std::memcmp(&*merged, table, sizeof(pyperf_offsets)), 0)
       << "the table for " << info->version.ToString() << " disagrees with the process";
 
-  auto resolved = OffsetsForProcess(*info);
+  auto resolved = OffsetsForProcess(*info, /*asyncio=*/true);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   const std::string source =
       "_Py_DebugOffsets + table " + OffsetsLayoutName(info->version, debug->free_threaded);

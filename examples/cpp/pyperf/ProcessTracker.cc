@@ -65,7 +65,7 @@ void ProcessTracker::Track(const PythonProcessInfo& info, uint64_t exec_time,
     return;
   }
   // The version's table; from 3.13 on merged with the process's own _Py_DebugOffsets.
-  auto resolved = OffsetsForProcess(info);
+  auto resolved = OffsetsForProcess(info, async_tasks_);
   if (!resolved.ok()) {
     reject(resolved.error());
     return;

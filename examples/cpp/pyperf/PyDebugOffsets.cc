@@ -326,7 +326,7 @@ Result<pyperf_offsets> MergeDebugOffsets(const pyperf_offsets& table, const Debu
   return merged;
 }
 
-Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
+Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info, bool asyncio) {
   const pyperf_offsets* table = FindOffsets(info.version);
   if (!table) return Status::Error("CPython " + info.version.ToString() + " is not supported");
   std::string layout_name = OffsetsLayoutName(info.version);
@@ -349,10 +349,11 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
   std::string source = "_Py_DebugOffsets + table " + layout_name;
   // 3.14+: asyncio's task layout, where the build publishes it; without it the
   // process is profiled as before and --async-tasks says it is not available.
-  std::string asyncio_unavailable;
-  auto asyncio = FindAsyncioDebugOffsets(info);
-  if (asyncio.ok()) {
-    auto with = WithAsyncioOffsets(*merged, *asyncio, *debug);
+  std::string asyncio_unavailable = "not asked for";
+  auto found = asyncio ? FindAsyncioDebugOffsets(info)
+                       : Result<AsyncioDebugOffsets>(Status::Error(asyncio_unavailable));
+  if (found.ok()) {
+    auto with = WithAsyncioOffsets(*merged, *found, *debug);
     if (with.ok()) {
       *merged = *with;
       source += " + " + std::string(kAsyncioDebugSection);
@@ -360,7 +361,7 @@ Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info) {
       asyncio_unavailable = with.status().message();
     }
   } else {
-    asyncio_unavailable = asyncio.status().message();
+    asyncio_unavailable = found.status().message();
   }
   const pyperf_offsets* offsets = Intern(*merged, table);
   if (!offsets) return Status::Error("too many distinct CPython layouts from _Py_DebugOffsets");

@@ -94,6 +94,8 @@ struct ProcessOffsets {
 // kind, debug offsets unreadable or implausible). Equal offsets share one
 // pointer, so callers may key BPF layouts by it; at most a few dozen distinct
 // merged layouts are kept, beyond which this fails.
-Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info);
+// With `asyncio` (--async-tasks), 3.14+ offsets also get the process's
+// asyncio task layout (PyAsyncioOffsets.h); without it no file is read for it.
+Result<ProcessOffsets> OffsetsForProcess(const PythonProcessInfo& info, bool asyncio = false);
 
 }  // namespace ebpf::pyperf
