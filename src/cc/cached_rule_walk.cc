@@ -12,11 +12,7 @@ namespace {
 
 // 8 bytes of the stack copy at addr, as the accessors read them first.
 bool ReadStack(const NativeSnapshot& s, uint64_t addr, uint64_t* value) {
-  if (addr < s.sp || addr - s.sp > s.stack_len || s.stack_len - (addr - s.sp) < sizeof(*value)) {
-    return false;
-  }
-  memcpy(value, s.stack + (addr - s.sp), sizeof(*value));
-  return true;
+  return ReadStackCopy(s, addr, value);
 }
 
 // Whether a read of 8 bytes at addr failed only because the copy ends below
@@ -26,6 +22,12 @@ bool BeyondCopy(const NativeSnapshot& s, uint64_t addr) {
 }
 
 }  // namespace
+
+bool HoldsAnchor(const NativeSnapshot& s, uint64_t frame_sp, uint64_t caller_sp, bool outermost) {
+  const uint64_t anchor = s.stop_frame_anchor;
+  if (anchor == 0 || anchor < frame_sp) return false;
+  return outermost || anchor < caller_sp;
+}
 
 bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
                          const UnwindBounds& bounds, FrameWriter* w, NativeUnwindResult* result) {
@@ -82,8 +84,14 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
     }
     // libunwind fails such a step with a marker frame: leave it to libunwind.
     if (next_ip == ip && next_cfa == cfa) return false;
-    // x86-64's ABI marks the outermost frame with an undefined RBP as well.
-    if (rule.rbp == FrameRule::Saved::kUndefined) return true;
+    // x86-64's ABI marks the outermost frame with an undefined RBP as well;
+    // its own stack is open-ended.
+    const bool outermost = rule.rbp == FrameRule::Saved::kUndefined;
+    if (!bounds.walk_past_stop_symbols && HoldsAnchor(s, cfa, next_cfa, outermost)) {
+      result->reached_stop = true;
+      return true;
+    }
+    if (outermost) return true;
     if (rule.rbp == FrameRule::Saved::kAtCfa) {
       rbp_slot = next_cfa + static_cast<uint64_t>(int64_t{rule.rbp_offset});
       rbp_read = false;

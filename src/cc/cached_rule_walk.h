@@ -10,7 +10,8 @@
 // the start, which fills the cache for the next identical stack. When it
 // finishes, its frames are exactly libunwind's: the same end conditions (ip 0,
 // an undefined return address, an undefined RBP: x86-64's outermost frame),
-// the same stop symbols, max_depth and end of the stack copy (UnwindBounds).
+// the same stop symbols and stop frame anchor, max_depth and end of the stack
+// copy (UnwindBounds).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,12 @@
 #include "process_unwind_state.h"
 
 namespace ebpf {
+
+// Whether the frame whose stack pointer is `frame_sp` and whose caller's is
+// `caller_sp` (`outermost`: it has no caller) holds the snapshot's
+// stop_frame_anchor, and so ends the unwind. Both walks ask it after each
+// step.
+bool HoldsAnchor(const NativeSnapshot& s, uint64_t frame_sp, uint64_t caller_sp, bool outermost);
 
 // True when the walk completed: *w holds the frames and *result says how it
 // ended. False when it gave up: *w holds partial frames, to be rewound, each

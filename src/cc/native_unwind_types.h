@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "file_id.h"
@@ -22,6 +23,10 @@ struct NativeSnapshot {
   // Copy of the target's stack: the bytes at [sp, sp + stack_len).
   const uint8_t* stack = nullptr;
   size_t stack_len = 0;
+  // The copy also holds this many bytes below sp, before `stack` (x86-64's
+  // red zone: a function's epilogue may have popped its frame while its
+  // unwind rule still finds a saved register there, below the new sp).
+  size_t stack_below_sp = 0;
   // Optional: a value that changes whenever `pid` names a different program
   // image (PyPerf: the task's mm_struct address, read by BPF). 0 = unknown.
   // When it differs from the last one seen for the pid, the per-process state
@@ -33,7 +38,25 @@ struct NativeSnapshot {
   // step that needs stack beyond a cut copy ends the unwind (copy_ended);
   // beyond a whole one, it is an unwind error.
   bool stack_cut = false;
+  // Optional: an address inside the stack frame the unwind is to end with
+  // (PyPerf: the entry shim of the innermost eval-loop call, a local of that
+  // call's C frame, from 3.12 on). The frame whose own stack [sp, its
+  // caller's sp) holds it is the last one, as if its symbol were in the stop
+  // set, whether or not its code has a symbol (a function's cold part in a
+  // stripped binary has none). 0 = none. Ignored with walk_past_stop_symbols.
+  uint64_t stop_frame_anchor = 0;
 };
+
+// The 8 bytes at `addr` from the snapshot's stack copy (below sp too, within
+// stack_below_sp); false if the copy does not hold them all.
+inline bool ReadStackCopy(const NativeSnapshot& s, uint64_t addr, uint64_t* value) {
+  if (!s.stack || s.sp < s.stack_below_sp) return false;
+  const uint64_t first = s.sp - s.stack_below_sp;
+  const uint64_t size = s.stack_below_sp + s.stack_len;
+  if (addr < first || addr - first > size || size - (addr - first) < sizeof(*value)) return false;
+  std::memcpy(value, s.stack - s.stack_below_sp + (addr - first), sizeof(*value));
+  return true;
+}
 
 struct NativeFrame {
   std::string name;  // the name; for a marker frame, what failed
@@ -69,9 +92,11 @@ struct UnwindBounds {
 };
 
 struct NativeUnwindResult {
-  bool error = false;         // a marker frame was added
-  bool reached_stop = false;  // the last frame is in the stop set
-  bool truncated = false;     // max_depth frames were produced first
+  bool error = false;  // a marker frame was added
+  // The last frame is in the stop set, or holds the snapshot's
+  // stop_frame_anchor.
+  bool reached_stop = false;
+  bool truncated = false;  // max_depth frames were produced first
   // The next step needed the stack beyond the snapshot's copy, which was cut
   // (NativeSnapshot::stack_cut) and is not to be read live
   // (UnwindBounds::stack_copy_only): the frames are exact, and the stack's

@@ -68,7 +68,6 @@ class NativeUnwinder::Impl {
   NativeUnwindResult Walk(const NativeSnapshot& s, ProcessUnwindState* p, unw_addr_space_t as,
                           UnwindStrategy* strategy, FrameWriter* w);
 
-
   // --- processes ---
   // Builds a process's state from scratch (the caller owns it): a recording
   // registered for the pid, else the live process.
@@ -245,8 +244,7 @@ class NativeUnwinder::Impl::CachedStrategy final : public UnwindStrategy {
     out->rule = EhFrameReader(*module).RuleFor(*vaddr);
     out->symbolized = FormatNativeFrameName(module, path, *vaddr, dso, &out->text);
     if (out->symbolized) {
-      out->is_stop =
-          impl_->stop_symbols_.Contains(module->SymbolName(*module->FindSymbol(*vaddr)));
+      out->is_stop = impl_->stop_symbols_.Contains(module->SymbolName(*module->FindSymbol(*vaddr)));
     }
   }
 
@@ -309,6 +307,11 @@ NativeUnwindResult NativeUnwinder::Impl::Unwind(const NativeSnapshot& snapshot,
   if (!s.stack) s.stack_len = 0;
   if (s.ip == 0 || s.sp == 0 || s.pid <= 0) {
     w.AddMarker(&result, "no registers", "");
+  } else if (options_.stack_copy_only && s.stack_len == 0 && s.stack_below_sp == 0) {
+    // The copy is the only stack there is, and it is empty: the page at sp
+    // was not present when the sample was taken (a page fault on it, the
+    // stack growing into a new page, is where such samples come from).
+    w.AddMarker(&result, "no stack copy", "the page at sp was not present");
   } else if (options_.cache_enabled) {
     result = UnwindCached(s, &w);
   } else {
@@ -414,6 +417,16 @@ NativeUnwindResult NativeUnwinder::Impl::Walk(const NativeSnapshot& s, ProcessUn
       break;
     }
     ret = unw_step(&cursor);
+    // The frame that holds the anchor ends the unwind (the outermost frame's
+    // own stack is open-ended).
+    if (ret >= 0 && !options_.walk_past_stop_symbols && s.stop_frame_anchor != 0) {
+      unw_word_t caller_sp = 0;
+      if (ret > 0) unw_get_reg(&cursor, UNW_REG_SP, &caller_sp);
+      if (HoldsAnchor(s, f.sp, caller_sp, ret == 0)) {
+        result.reached_stop = true;
+        break;
+      }
+    }
     if (ret == 0) break;  // the outermost frame
     if (ret < 0 && call.copy_ended) {
       result.copy_ended = true;

@@ -25,8 +25,9 @@
 // `module+0xADDR` with ADDR in the ELF file's own terms (see
 // native_frame_name.h). Names are cached by (file identity, offset), shared by
 // all processes (proc_name_cache.h). Unwinding stops after the first frame
-// whose symbol is in the caller's stop set (that frame is included; or, with
-// walk_past_stop_symbols, such frames are marked and the walk goes on), after
+// whose symbol is in the caller's stop set, or that holds the snapshot's
+// stop_frame_anchor (that frame is included; or, with walk_past_stop_symbols,
+// stop-set frames are marked and the walk goes on), after
 // max_depth frames, at the outermost frame, or (stack_copy_only) where a step
 // needs stack memory the snapshot's copy does not hold.
 //

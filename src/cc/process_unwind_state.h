@@ -64,6 +64,15 @@ struct ProcessUnwindState {
   uint32_t refreshes_this_round = 0;
   // libunwind's cached register states predate a refresh: flush before use.
   bool flush_unwind_cache = false;
+  // Every module whose unwind table libunwind was given in this address
+  // space, with its load bias: a register state libunwind cached may point
+  // into its .eh_frame (a CFA expression, as a PLT's) in a later unwind that
+  // never looks the module up. One entry per load bias (mapped module).
+  struct UnwindModule {
+    std::shared_ptr<const NativeModule> module;
+    uint64_t bias = 0;
+  };
+  std::vector<UnwindModule> unwind_modules;
 
  private:
   size_t last_hit_ = 0;  // the mapping Find returned last

@@ -29,18 +29,38 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   const uint64_t bias = ip - *vaddr;
   unw_dyn_info_t di;
   if (!DescribeUnwindTable(*module, bias, *vaddr, &di)) return -UNW_ENOINFO;
+  // One entry per load bias (per mapped module), its module the latest.
+  auto& known = call->process->unwind_modules;
+  auto same =
+      std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.bias == bias; });
+  if (same == known.end()) {
+    known.push_back({module, bias});
+  } else if (same->module != module) {
+    same->module = module;
+  }
   call->Serve(module, bias);
   return SearchUnwindTable(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+// The bytes at `addr` from the read-only image of a module whose unwind
+// table this address space was given before (ProcessUnwindState::
+// unwind_modules), which is then served.
+bool ReadUnwindModuleImage(UnwindCall* call, uint64_t addr, unw_word_t* val) {
+  for (const auto& known : call->process->unwind_modules) {
+    const uint8_t* p = known.module->image().BytesAtVaddr(addr - known.bias, sizeof(*val), false);
+    if (!p) continue;
+    memcpy(val, p, sizeof(*val));
+    call->Serve(known.module, known.bias);
+    return true;
+  }
+  return false;
 }
 
 int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, void* arg) {
   if (write) return -UNW_EINVAL;
   auto* call = static_cast<UnwindCall*>(arg);
   const NativeSnapshot& s = *call->snapshot;
-  if (addr >= s.sp && addr - s.sp <= s.stack_len && s.stack_len - (addr - s.sp) >= sizeof(*val)) {
-    memcpy(val, s.stack + (addr - s.sp), sizeof(*val));
-    return 0;
-  }
+  if (ReadStackCopy(s, addr, val)) return 0;
   for (const auto& served : call->served) {
     if (!served.module) continue;
     if (const uint8_t* p = served.module->image().BytesAtVaddr(addr - served.bias, sizeof(*val),
@@ -49,6 +69,7 @@ int AccessMem(unw_addr_space_t, unw_word_t addr, unw_word_t* val, int write, voi
       return 0;
     }
   }
+  if (ReadUnwindModuleImage(call, addr, val)) return 0;
   if (call->stack_copy_only) {
     // The stack is read only from the copy. A module's own writable data (a
     // GOT entry libunwind reads for an FDE's personality routine: glibc's

@@ -326,6 +326,7 @@ TEST(AsyncTasksE2E, TaskChainsArePstreesAndSharesAgreeWithCPythonsSampler) {
                                                   FlameGraphNodePath(hottest, 4), "request-0", "");
   ASSERT_EQ(page.error, "");
   EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.legend_missing, "");
   EXPECT_EQ(page.collapsed, stacks);
   EXPECT_TRUE(page.found) << hottest;
   EXPECT_NE(page.tooltip.find(std::string(ebpf::pyperf::kTaskSuffix)), std::string::npos)

@@ -89,6 +89,7 @@ TEST(Demo, TheProfileCommandWritesAFlameGraphThatWorksInChromium) {
   FlameGraphPageResult page = CheckFlameGraphPage(page_file, path, "checksum", screenshot);
   ASSERT_EQ(page.error, "");
   EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.legend_missing, "");
   EXPECT_EQ(page.collapsed, stacks);
   EXPECT_TRUE(page.found) << prefix;
   // The box: the file's base name and the qualified name; the tooltip: the

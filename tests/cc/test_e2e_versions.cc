@@ -905,6 +905,33 @@ TEST_P(VersionsNativeE2E, NativeFramesShowTheEvalLoop) {
       << "; without:" << Excerpt(without, 3);
 }
 
+// Leaf mode's native frames end at the eval-loop frame that runs the
+// innermost Python frame, found whether or not the code at the sampled PC has
+// a symbol: no sample of either session shows a frame of the process's or a
+// thread's start after a Python frame (on sid's stripped 3.14 and 3.15, a PC
+// in the eval loop's cold part, which has none, walked on to _start).
+TEST_P(VersionsNativeE2E, NoFrameOfTheStartUnderAPythonFrame) {
+  PREPARE_OR_RETURN(run, GetParam());
+  const Profiles& profiles = TheSession().profiles();
+  uint64_t samples = 0, wrong = 0;
+  std::vector<CollapsedLine> examples;
+  for (const CollapsedProfile* profile : {&profiles.first, &profiles.current}) {
+    for (pid_t pid : {run->pid, run->names_pid}) {
+      if (pid == 0) continue;
+      for (const CollapsedLine& line : profile->OfPid(pid)) {
+        samples += line.count;
+        if (!StartFrameUnderPythonFrame(line)) continue;
+        wrong += line.count;
+        if (examples.size() < 3) examples.push_back(line);
+      }
+    }
+  }
+  std::printf("[ start    ] %llu of %llu samples with a start frame under a Python frame\n",
+              (unsigned long long)wrong, (unsigned long long)samples);
+  EXPECT_GT(samples, 0u);
+  EXPECT_EQ(wrong, 0u) << Excerpt(examples, 3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, VersionsNativeE2E, ::testing::ValuesIn(Targets()),
                          TargetTestName);
 
@@ -1239,6 +1266,7 @@ TEST(Formats, FlameGraphOfEveryLayoutWorksInChromium) {
       largest + ".html", FlameGraphNodePath(hottest, last_python + 1), function, screenshot);
   ASSERT_EQ(page.error, "");
   EXPECT_TRUE(page.console_errors.empty()) << page.console_errors.front();
+  EXPECT_EQ(page.legend_missing, "");
   EXPECT_EQ(page.collapsed, collapsed);
   EXPECT_TRUE(page.found) << prefix;
   EXPECT_EQ(page.samples, expected_samples) << prefix;

@@ -106,7 +106,10 @@ DumpStacks HostileStacks() {
            .Kernel("do_syscall_64")
            .Kernel("__x64_sys_read"),
        20},
-      {Thread(101).Marker(std::string(ebpf::pyperf::kTruncatedPythonStack)).Python("deep", kFile, 7), 6},
+      {Thread(101)
+           .Marker(std::string(ebpf::pyperf::kTruncatedPythonStack))
+           .Python("deep", kFile, 7),
+       6},
       {Thread(101).Marker(ebpf::pyperf::NativeStackErrorText("unw_step failed: -7")), 2},
       {Thread(101).Marker(ebpf::pyperf::SampleErrorText(3)), 1},
       {DeepStack(), 40},
@@ -120,6 +123,8 @@ DumpStacks HostileStacks() {
            .Native("leaf_c"),
        7},
       {Thread(200, "weird comm-with-dash/x", 200).Python("other", kFile, 7), 14},
+      // --async-tasks: a task chain at the root.
+      {Thread(104).Task("request-7", "handle").Python("handle", kFile, 4), 3},
   };
 }
 
@@ -268,6 +273,7 @@ TEST(FlameGraphEncoder, NativeFramesThatDifferOnlyInAddressAreOneBox) {
   if (auto why = FlameGraphConsumerUnavailable()) PYPERF_SKIP_OR_FAIL(*why); \
   FlameGraphPageResult result = CheckFlameGraphPage(__VA_ARGS__);            \
   ASSERT_EQ(result.error, "");                                               \
+  EXPECT_EQ(result.legend_missing, "");                                      \
   for (const auto& problem : result.console_errors) ADD_FAILURE() << "page: " << problem
 
 TEST(FlameGraphPage, HostileFrameShowsItsShareZoomsAndNeverExecutes) {

@@ -145,6 +145,56 @@ TEST_F(NativeUnwinderTest, StopsAfterTheFirstStopSymbol) {
   EXPECT_TRUE(result.reached_stop);
 }
 
+// The frame whose own stack [sp, its caller's sp) holds the snapshot's anchor
+// ends the unwind, whether or not its code has a symbol (the stripped C
+// library's static function has none): PyPerf's leaf mode ends so at a
+// stripped interpreter's eval loop, at its entry shim. Both walks agree: the
+// libunwind one that fills the cache, and the cached rule walk after it.
+TEST_F(NativeUnwinderTest, StopsAtTheFrameThatHoldsTheAnchorNamedOrNot) {
+  for (const char* variant : {"debuglink", "stripped"}) {
+    SCOPED_TRACE(variant);
+    auto run = Start(variant, 3);
+    ASSERT_TRUE(run);
+    NativeUnwindResult result;
+    const auto whole = UnwindOnce(run->snapshot.View(), {}, &result);
+    ASSERT_GE(whole.size(), 4u) << Join(Names(whole));
+    // Frame 1 is the C library's static function.
+    ASSERT_LT(whole[1].sp, whole[2].sp);
+    for (uint64_t anchor :
+         {whole[1].sp, whole[1].sp + (whole[2].sp - whole[1].sp) / 2, whole[2].sp - 1}) {
+      SCOPED_TRACE("anchor " + pyperf_fixture::Hex(anchor));
+      NativeSnapshot snapshot = run->snapshot.View();
+      snapshot.stop_frame_anchor = anchor;
+      NativeUnwinder unwinder;
+      for (const char* walk : {"libunwind", "cached rules"}) {
+        SCOPED_TRACE(walk);
+        auto frames = Unwind(unwinder, snapshot, &result);
+        EXPECT_EQ(Names(frames), Prefix(Names(whole), 2));
+        EXPECT_TRUE(result.reached_stop);
+        EXPECT_TRUE(result.ok());
+      }
+      EXPECT_EQ(unwinder.stats().fast_unwinds, 1u);
+      unwinder.set_cache_enabled(false);
+      auto uncached = Unwind(unwinder, snapshot, &result);
+      EXPECT_EQ(Names(uncached), Prefix(Names(whole), 2));
+      EXPECT_TRUE(result.reached_stop);
+    }
+    // Its caller's sp is the caller's own: that frame ends it.
+    NativeSnapshot at_caller = run->snapshot.View();
+    at_caller.stop_frame_anchor = whole[2].sp;
+    EXPECT_EQ(Names(UnwindOnce(at_caller, {}, &result)), Prefix(Names(whole), 3));
+    // An anchor below the sampled sp is in no frame: the whole stack.
+    NativeSnapshot below = run->snapshot.View();
+    below.stop_frame_anchor = whole[0].sp - 8;
+    EXPECT_EQ(Names(UnwindOnce(below, {}, &result)), Names(whole));
+    EXPECT_FALSE(result.reached_stop);
+    // Walking past stop symbols (interleaved mode) ignores it.
+    NativeUnwinderOptions past;
+    past.walk_past_stop_symbols = true;
+    EXPECT_EQ(Names(UnwindOnce(at_caller, past, &result)), Names(whole));
+  }
+}
+
 TEST_F(NativeUnwinderTest, MaxDepthBoundsTheStack) {
   auto run = Start("debuglink", 5);
   ASSERT_TRUE(run);

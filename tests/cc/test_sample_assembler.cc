@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "FrameSpelling.h"
+#include "NativeStackTrace.h"
 #include "PythonStackDecoder.h"
 #include "PythonSymbols.h"
 #include "SampleAssembler.h"
 #include "TrackedProcess.h"
 #include "kallsyms.h"
+#include "native_fixtures/native_test_helpers.h"
 #include "utf8.h"
 
 namespace {
@@ -220,6 +222,86 @@ TEST_F(SampleAssemblerTest, PythonNamesAreRightInEveryDictionary) {
   dictionary_.Clear();
   dictionary_.Intern("x");
   EXPECT_EQ(Assemble(), expected);
+}
+
+// Leaf mode's native frames on a real stack: the native fixture process
+// (no BPF; it captured its own registers and stack, as the BPF program does)
+// stands for an interpreter whose eval loop is pyperf_fixture_middle.
+class LeafNativeFramesTest : public SampleAssemblerTest {
+ protected:
+  void SetUp() override { PYPERF_REQUIRE_NATIVE_FIXTURES(); }
+  void TearDown() override { ebpf::pyperf::NativeStackTrace::Reset(); }
+
+  // The event of the capture, its stack copy after it; returns its size.
+  size_t EventOf(const pyperf_fixture::CapturedSnapshot& snapshot) {
+    buffer_.assign(sizeof(pyperf_event) + snapshot.stack.size(), 0);
+    std::memcpy(buffer_.data(), event_.get(), sizeof(pyperf_event));
+    auto* event = reinterpret_cast<pyperf_event*>(buffer_.data());
+    event->pid = event->tid = static_cast<uint32_t>(snapshot.pid);
+    event->ip = snapshot.ip;
+    event->sp = event->user_stack_start = snapshot.sp;
+    event->bp = snapshot.bp;
+    event->user_stack_len = static_cast<uint32_t>(snapshot.stack.size());
+    std::memcpy(event->user_stack, snapshot.stack.data(), snapshot.stack.size());
+    return buffer_.size();
+  }
+  std::string AssembleCaptured(size_t size) {
+    process_.pid = reinterpret_cast<pyperf_event*>(buffer_.data())->pid;
+    assembler_->Assemble(*reinterpret_cast<pyperf_event*>(buffer_.data()), size, process_,
+                         &dictionary_, &sample_);
+    std::string line;
+    ebpf::pyperf::StackSpeller(dictionary_).AppendCollapsedStack(sample_, &line);
+    return line;
+  }
+  std::vector<uint8_t> buffer_;
+};
+
+TEST_F(LeafNativeFramesTest, AnUnwindPastEveryEvalLoopFrameShowsAMarkerNotTheStacksStart) {
+  std::string error;
+  auto run = pyperf_fixture::StartFixture("stripped", 2, &error);
+  ASSERT_TRUE(run) << error;
+  SetPythonFrames({2, 1});
+
+  // The eval loop is found (by its symbol): the frames up to it.
+  ebpf::NativeUnwinderOptions options;
+  options.stop_symbols = {"pyperf_fixture_middle"};
+  ebpf::pyperf::NativeStackTrace::Configure(options);
+  size_t size = EventOf(run->snapshot);
+  std::string line = AssembleCaptured(size);
+  EXPECT_NE(line.find("srv.Handler.handle (/app/srv.py:12)_[p];pyperf_fixture_middle_[pn];"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(assembler_->counters().eval_loop_not_found, 0u);
+
+  // ... by the anchor of the innermost call's entry shim, a local of its
+  // frame: the same frames, no symbol needed.
+  options.stop_symbols = {};
+  ebpf::pyperf::NativeStackTrace::Configure(options);
+  ebpf::NativeUnwinder probe;
+  std::vector<ebpf::NativeFrame> whole;
+  probe.Unwind(run->snapshot.View(), &whole);
+  ASSERT_GE(whole.size(), 4u);
+  ASSERT_EQ(whole[2].name, "pyperf_fixture_middle");
+  auto* event = reinterpret_cast<pyperf_event*>(buffer_.data());
+  event->entries[1] = static_cast<uint32_t>(whole[2].sp - event->sp) + PYPERF_ENTRY_ANCHOR_BASE;
+  EXPECT_EQ(ebpf::pyperf::InnermostCallAnchor(*event), whole[2].sp);
+  EXPECT_EQ(AssembleCaptured(size), line);
+
+  // Not found: the unwind reached the stack's bottom (main, the C library's
+  // start) under the Python frames, which is never where they ran.
+  event->entries[1] = PYPERF_ENTRY_UNANCHORED;
+  line = AssembleCaptured(size);
+  EXPECT_NE(line.find("srv.Handler.handle (/app/srv.py:12)_[p];[Eval Loop Frame Not Found]_[pe]"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("main_[pn]"), std::string::npos) << line;
+  EXPECT_EQ(assembler_->counters().eval_loop_not_found, 1u);
+
+  // Without Python frames (a native thread) the whole stack is the sample.
+  event->frame_count = 0;
+  line = AssembleCaptured(size);
+  EXPECT_NE(line.find("main_[pn]"), std::string::npos) << line;
+  EXPECT_EQ(assembler_->counters().eval_loop_not_found, 1u);
 }
 
 TEST(AppendNativeSampleFrames, FramesComeRootFirstWithTheirMarkers) {

@@ -59,6 +59,16 @@ try {
 
   for (const [stack, count] of await page.evaluate(() => window.pyperfFlameGraph.collapsed()))
     emit('collapsed', hex(stack) + ' ' + count);
+  // The kinds of the data's nodes, and the legend's keys as drawn.
+  for (const kind of await page.evaluate(() => {
+    const g = window.pyperfFlameGraph, kinds = new Set();
+    for (let id = 0; id < g.nodeCount; id++) kinds.add(g.kind(id));
+    return [...kinds];
+  })) emit('kind', hex(kind));
+  for (const key of await page.locator('#legend .key').all()) {
+    if (!(await key.isVisible())) continue;
+    emit('legend', hex((await key.getAttribute('data-kind')) + '\t' + (await key.textContent())));
+  }
 
   const id = await page.evaluate((p) => window.pyperfFlameGraph.findPath(p), request.path);
   emit('found', id >= 0 ? 1 : 0);

@@ -63,6 +63,12 @@ inline constexpr std::string_view kNativeStackCopyEnded = "[Native Stack Copy En
 // frames' calls did not pair up (a call being entered or left as the sample
 // was taken): every Python frame, then this, then every native frame.
 inline constexpr std::string_view kUnpairedEvalLoopFrames = "[Unpaired Eval Loop Frames]";
+// Leaf mode: the native unwind of a sample with Python frames reached the
+// stack's bottom without finding the eval-loop frame that runs the innermost
+// of them (no symbol said so, and the version or sample gave no entry shim):
+// the native frames are left out, as some of them would be the process's or
+// the thread's start shown under a Python frame.
+inline constexpr std::string_view kEvalLoopNotFound = "[Eval Loop Frame Not Found]";
 // The process exec'd since PyPerf read its offsets (its mm changed): its
 // Python frames are not shown, and PyPerf inspects it again.
 inline constexpr std::string_view kProcessReplaced = "[Process Replaced]";

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "PyPerfBpfShared.h"
@@ -18,11 +19,20 @@
 
 namespace ebpf::pyperf {
 
+// Where the eval-loop call that runs the event's innermost Python frame has
+// its entry shim (PyPerfBpfShared.h, pyperf_event.entries: 3.12 on), a local
+// of that call's C frame; 0 where the event does not say (before 3.12, a
+// shim off the stack, no Python frames). Leaf mode's unwind ends with the
+// frame that holds it (NativeSnapshot::stop_frame_anchor).
+uint64_t InnermostCallAnchor(const pyperf_event& event);
+
 class NativeStackTrace {
  public:
   // Sets up the process-wide unwinder and its caches, once, before the first
   // sample (a second call replaces them: tests and fuzzers).
   static void Configure(const NativeUnwinderOptions& options);
+  // Native frames off again, the unwinder and its caches gone (tests).
+  static void Reset();
   // Whether Configure was called: native frames are on.
   static bool enabled();
   // Once per sampling round: ages the caches and the per-process state.

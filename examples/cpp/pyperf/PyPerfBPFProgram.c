@@ -69,8 +69,8 @@ struct pyperf_sample_state {
    * walk compares each frame with a mark that moves ahead at power-of-two
    * step counts, so a loop is caught within about three of its lengths. */
   u64 cycle_mark;
-  u32 cycle_steps;      /* frames walked since the mark was set */
-  u32 cycle_power;      /* the mark moves when cycle_steps reaches it */
+  u32 cycle_steps;         /* frames walked since the mark was set */
+  u32 cycle_power;         /* the mark moves when cycle_steps reaches it */
   u32 recorded_since_mark; /* of those, frames recorded in the event */
   u32 pad3;
   u64 frame_addr[MAX_FRAMES]; /* the frame behind each recorded event frame */
@@ -92,7 +92,7 @@ struct pyperf_sample_state {
   u32 frame_block_ok;
   u32 code_block_ok;
   struct pyperf_symbol_slot slot; /* the symbol being interned, and its stamp */
-  struct pyperf_event event; /* its user_stack[] continues into the storage below */
+  struct pyperf_event event;      /* its user_stack[] continues into the storage below */
   u8 user_stack_storage[USER_STACK_STORAGE];
 };
 
@@ -152,7 +152,8 @@ BPF_ARRAY(kernel_offsets, struct pyperf_kernel_offsets, 1);
 #define PYPERF_FUNC_READ_KERNEL BPF_FUNC_probe_read
 #endif
 static int (*read_user)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER;
-static int (*read_user_str)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_USER_STR;
+static int (*read_user_str)(void *dst, u32 size,
+                            const void *src) = (void *)PYPERF_FUNC_READ_USER_STR;
 static int (*read_kernel)(void *dst, u32 size, const void *src) = (void *)PYPERF_FUNC_READ_KERNEL;
 
 static __always_inline u64 read_ptr(u64 addr) {
@@ -203,7 +204,8 @@ static __always_inline void count_code_lookups(struct pyperf_sample_state *state
   if (misses) *misses += state->code_misses;
 }
 
-static __always_inline void submit(struct bpf_perf_event_data *ctx, struct pyperf_sample_state *state) {
+static __always_inline void submit(struct bpf_perf_event_data *ctx,
+                                   struct pyperf_sample_state *state) {
   struct pyperf_event *event = &state->event;
   count_code_lookups(state);
   u32 len = event->user_stack_len;
@@ -324,10 +326,19 @@ int on_sample(struct bpf_perf_event_data *ctx) {
    * so the copy stops at the first page that faults. */
   if (event->sp > RED_ZONE) {
     u64 start = event->sp - RED_ZONE;
-    event->user_stack_start = start;
     u32 first = PAGE_SIZE - (start & (PAGE_SIZE - 1));
     if (first > PAGE_SIZE) first = PAGE_SIZE;
-    if (read_user(event->user_stack, first, (void *)start) == 0) {
+    int read = read_user(event->user_stack, first, (void *)start);
+    if (read != 0 && (event->sp & (PAGE_SIZE - 1)) < RED_ZONE) {
+      /* The red zone lies in the page below sp's, which the stack has not
+       * reached (not present): copy from sp's own page on. */
+      start = event->sp;
+      first = PAGE_SIZE - (start & (PAGE_SIZE - 1));
+      if (first > PAGE_SIZE) first = PAGE_SIZE;
+      read = read_user(event->user_stack, first, (void *)start);
+    }
+    event->user_stack_start = start;
+    if (read == 0) {
       u32 copied = first;
       for (int i = 0; i < USER_STACK_PAGES; i++) {
         if (copied + PAGE_SIZE > USER_STACK_PAGES * PAGE_SIZE) {
@@ -335,8 +346,7 @@ int on_sample(struct bpf_perf_event_data *ctx) {
           break;
         }
         u32 off = copied & USER_STACK_MASK;
-        if (read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0)
-          break;
+        if (read_user(&event->user_stack[off], PAGE_SIZE, (void *)(start + copied)) != 0) break;
         copied += PAGE_SIZE;
       }
       event->user_stack_len = copied;

@@ -293,7 +293,11 @@ Status PyPerfProfiler::Dump(bool final_dump) {
              hits + misses ? static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0,
              n.entries, n.bytes, (unsigned long long)(n.evictions - last.evictions));
     native_line = buf;
-    if (options_.native_frames == NativeFramesMode::kInterleaved) {
+    if (options_.native_frames == NativeFramesMode::kLeaf) {
+      snprintf(buf, sizeof(buf), ", eval loop not found: %llu",
+               (unsigned long long)counters.eval_loop_not_found);
+      native_line += buf;
+    } else if (options_.native_frames == NativeFramesMode::kInterleaved) {
       snprintf(buf, sizeof(buf), ", native stack copy ended: %llu, unpaired eval loop frames: %llu",
                (unsigned long long)counters.interleave.copy_ended,
                (unsigned long long)counters.interleave.unpaired);

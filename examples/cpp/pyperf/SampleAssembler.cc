@@ -136,9 +136,20 @@ void AppendNativeSampleFrame(const NativeFrame& native, const NativeUnwinder* un
 void SampleAssembler::AddNativeFrames(const pyperf_event& event, size_t size) {
   if (!NativeStackTrace::enabled()) return;
   NativeStackTrace trace(event, size, &native_frames_);
-  if (trace.result().error) ++counters_.native_stack_errors;
-  AppendNativeSampleFrames(trace.frames(), trace.result(), NativeStackTrace::unwinder(),
-                           dictionary_, &sample_->frames);
+  const NativeUnwindResult& result = trace.result();
+  if (result.error) ++counters_.native_stack_errors;
+  // Python frames run under an eval-loop frame of this stack: an unwind that
+  // reached the bottom without finding it walked past it, into the frames
+  // that called the loop (the thread's or the process's start).
+  const bool python_frames = !event.replaced && event.frame_count > 0;
+  if (python_frames && !result.reached_stop && !result.error && !result.truncated &&
+      !result.copy_ended) {
+    ++counters_.eval_loop_not_found;
+    AddMarker(kEvalLoopNotFound);
+    return;
+  }
+  AppendNativeSampleFrames(trace.frames(), result, NativeStackTrace::unwinder(), dictionary_,
+                           &sample_->frames);
 }
 
 void SampleAssembler::AddInterleavedFrames(const pyperf_event& event, size_t size,

@@ -49,6 +49,9 @@ struct SampleCounters {
   // Samples of a process that exec'd since PyPerf inspected it: shown with
   // "[Process Replaced]_[pe]" and no Python frames.
   uint64_t replaced = 0;
+  // Leaf mode: samples whose native frames were left out for
+  // kEvalLoopNotFound.
+  uint64_t eval_loop_not_found = 0;
   // --native-frames interleaved: what could not be placed exactly.
   InterleaveCounters interleave;
   // --async-tasks: samples with a task chain, and task chains or task frames

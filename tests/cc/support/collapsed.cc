@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <set>
 #include <string_view>
 
 namespace pyperf_test {
@@ -259,7 +260,27 @@ std::vector<std::string> ErrorMarkers(const CollapsedLine& line) {
 bool IsNativeMarker(const std::string& frame) {
   return KindOf(frame) == FrameKind::kError &&
          (StartsWith(frame, ebpf::pyperf::kNativeStackErrorOpen) ||
-          frame == MarkerFrame(ebpf::pyperf::kTruncatedNativeStack));
+          frame == MarkerFrame(ebpf::pyperf::kTruncatedNativeStack) ||
+          frame == MarkerFrame(ebpf::pyperf::kEvalLoopNotFound));
+}
+
+std::optional<std::string> StartFrameUnderPythonFrame(const CollapsedLine& line) {
+  static const std::set<std::string> kStartFunctions = {
+      "_start",     "__libc_start_main", "__libc_start_call_main", "Py_BytesMain", "Py_RunMain",
+      "Py_Main",    "PyEval_EvalCode",   "start_thread",           "clone3",       "clone",
+      "thread_run", "pythread_wrapper",
+  };
+  bool python = false;
+  for (const std::string& frame : line.frames) {
+    const FrameKind kind = KindOf(frame);
+    if (kind == FrameKind::kPython) python = true;
+    if (!python || kind != FrameKind::kNative) continue;
+    // "name", or with --insert-dso-name "name (/path)".
+    std::string name = frame.substr(0, frame.size() - ebpf::pyperf::kNativeSuffix.size());
+    name = name.substr(0, name.find(" ("));
+    if (kStartFunctions.count(name)) return frame;
+  }
+  return std::nullopt;
 }
 
 bool IsTruncated(const CollapsedLine& line) {
@@ -444,6 +465,12 @@ std::string EscapedFrame(const TestFrame& frame, PythonNaming naming) {
     out += " (";
     ebpf::pyperf::AppendFrameText(frame.file, &out);
     out += ":" + std::to_string(frame.line) + ")";
+  } else if (frame.kind == ebpf::pyperf::FrameKind::kTask) {
+    // "<task name> (<coroutine>)"
+    ebpf::pyperf::AppendFrameText(frame.name, &out);
+    out += " (";
+    ebpf::pyperf::AppendFrameText(frame.file, &out);
+    out += ")";
   } else {
     ebpf::pyperf::AppendFrameText(frame.name, &out);
   }

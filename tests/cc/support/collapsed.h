@@ -88,6 +88,12 @@ std::vector<std::string> ErrorMarkers(const CollapsedLine& line);
 // "[Truncated Native Stack]".
 bool IsNativeMarker(const std::string& frame);
 bool IsTruncated(const CollapsedLine& line);  // the marker is the first frame
+// Leaf mode's native frames lie between the innermost Python frame and the
+// sampled PC: a frame of the process's or a thread's start (_start,
+// Py_BytesMain, PyEval_EvalCode, start_thread, clone3, ...) after a Python
+// frame is one the unwind walked past the eval loop into. Returns the first
+// such frame, or nullopt.
+std::optional<std::string> StartFrameUnderPythonFrame(const CollapsedLine& line);
 
 // The last frame once trailing native and kernel frames are dropped: the
 // innermost Python frame of a good sample, or whatever stands in its place.

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "FrameSpelling.h"
 #include "support/collapsed.h"
 #include "support/e2e.h"
 #include "support/test_support.h"
@@ -16,6 +17,18 @@ namespace pyperf_test {
 namespace {
 
 constexpr char kChromium[] = "/usr/bin/chromium";
+
+// The collapsed suffix of a frame kind as the page names it ("" for the
+// process, thread and root boxes).
+std::string FrameKindSuffix(const std::string& kind) {
+  using namespace ebpf::pyperf;
+  if (kind == "python") return std::string(kPythonSuffix);
+  if (kind == "native") return std::string(kNativeSuffix);
+  if (kind == "kernel") return std::string(kKernelSuffix);
+  if (kind == "marker") return std::string(kMarkerSuffix);
+  if (kind == "task") return std::string(kTaskSuffix);
+  return "";
+}
 
 std::string ScriptPath() { return std::string(PYPERF_JS_DIR) + "/flamegraph_page.mjs"; }
 
@@ -125,6 +138,23 @@ FlameGraphPageResult CheckFlameGraphPage(const std::string& html_path,
       }
       result.collapsed[text(value.substr(0, space))] +=
           std::strtoull(value.c_str() + space + 1, nullptr, 10);
+    } else if (key == "kind") {
+      result.kinds.insert(text(value));
+    } else if (key == "legend") {
+      const std::string entry = text(value);
+      const size_t tab = entry.find('\t');
+      result.legend[entry.substr(0, tab)] = tab == std::string::npos ? "" : entry.substr(tab + 1);
+    }
+  }
+  for (const std::string& kind : result.kinds) {
+    if (kind == "root") continue;
+    auto key = result.legend.find(kind);
+    const std::string suffix = FrameKindSuffix(kind);
+    if (key == result.legend.end() || key->second.empty()) {
+      result.legend_missing += "the legend has no key for " + kind + " boxes\n";
+    } else if (!suffix.empty() && key->second.find(suffix) == std::string::npos) {
+      result.legend_missing +=
+          "the legend's key for " + kind + " (" + key->second + ") does not show " + suffix + "\n";
     }
   }
   if (result.error.empty() && !saw_found)

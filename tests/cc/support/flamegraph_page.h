@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct FlameGraphPageResult {
   // stacks, for a synthetic dump EscapedStack(stack,
   // PythonNaming::kFullName) (collapsed.h): the collapsed stacks too.
   std::map<std::string, uint64_t> collapsed;
+  // The kinds of the data's nodes (the page's names: "python", "task", ...),
+  // and the legend's keys as drawn, kind -> text.
+  std::set<std::string> kinds;
+  std::map<std::string, std::string> legend;
+  // Each kind of the data that the legend does not name (a frame kind's key
+  // must show its suffix, "_[pt]"), one line each; "" when it names all.
+  std::string legend_missing;
 };
 
 // Opens `html_path` in chromium, once, and checks:

@@ -141,20 +141,33 @@ void WaitUntilReady(std::vector<std::unique_ptr<VersionWorkload>>& workloads,
 std::unique_ptr<ChildProcess> ProfileReleasedWorkloads(
     std::vector<std::string> args, const std::vector<std::unique_ptr<VersionWorkload>>& workloads,
     const std::string& done, std::chrono::seconds deadline) {
-  size_t running = 0;
-  for (const auto& w : workloads) {
-    if (!w->process) continue;
-    args.insert(args.end(), {"-p", std::to_string(w->pid)});
-    ++running;
-  }
-  if (running == 0) {
+  auto pyperfs = ProfileReleasedWorkloads(std::vector<std::vector<std::string>>{std::move(args)},
+                                          workloads, done, deadline);
+  if (pyperfs.empty()) return nullptr;
+  return std::move(pyperfs.front());
+}
+
+std::vector<std::unique_ptr<ChildProcess>> ProfileReleasedWorkloads(
+    const std::vector<std::vector<std::string>>& runs,
+    const std::vector<std::unique_ptr<VersionWorkload>>& workloads, const std::string& done,
+    std::chrono::seconds deadline) {
+  std::vector<std::string> pids;
+  for (const auto& w : workloads)
+    if (w->process) pids.insert(pids.end(), {"-p", std::to_string(w->pid)});
+  if (pids.empty()) {
     ADD_FAILURE() << "no workload is running";
-    return nullptr;
+    return {};
   }
-  auto pyperf = StartPyPerf(args);
-  if (!WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) {
-    ADD_FAILURE() << "PyPerf never got ready; stderr:\n" << pyperf->Stderr();
-    return nullptr;
+  std::vector<std::unique_ptr<ChildProcess>> pyperfs;
+  for (std::vector<std::string> args : runs) {
+    args.insert(args.end(), pids.begin(), pids.end());
+    pyperfs.push_back(StartPyPerf(args));
+  }
+  for (auto& pyperf : pyperfs) {
+    if (!WaitForStderr(*pyperf, "Ready to profile", kPyPerfTimeout)) {
+      ADD_FAILURE() << "PyPerf never got ready; stderr:\n" << pyperf->Stderr();
+      return {};
+    }
   }
   for (const auto& w : workloads)
     if (w->process) kill(w->pid, SIGUSR1);
@@ -167,8 +180,9 @@ std::unique_ptr<ChildProcess> ProfileReleasedWorkloads(
       deadline);
   EXPECT_TRUE(all_done) << "the workloads did not all print \"" << done << "\" in "
                         << deadline.count() << " s";
-  EXPECT_TRUE(pyperf->Running()) << "PyPerf ended early; stderr:\n" << pyperf->Stderr();
-  return pyperf;
+  for (auto& pyperf : pyperfs)
+    EXPECT_TRUE(pyperf->Running()) << "PyPerf ended early; stderr:\n" << pyperf->Stderr();
+  return pyperfs;
 }
 
 }  // namespace pyperf_test

@@ -71,6 +71,13 @@ void WaitUntilReady(std::vector<std::unique_ptr<VersionWorkload>>& workloads,
 std::unique_ptr<ChildProcess> ProfileReleasedWorkloads(
     std::vector<std::string> args, const std::vector<std::unique_ptr<VersionWorkload>>& workloads,
     const std::string& done, std::chrono::seconds deadline);
+// The same with one PyPerf per element of `runs` (its arguments), all
+// profiling the workloads at the same time; empty (a test failure) if one
+// never got ready or no workload runs.
+std::vector<std::unique_ptr<ChildProcess>> ProfileReleasedWorkloads(
+    const std::vector<std::vector<std::string>>& runs,
+    const std::vector<std::unique_ptr<VersionWorkload>>& workloads, const std::string& done,
+    std::chrono::seconds deadline);
 
 // Whether the workload's stdout holds `text`.
 bool Printed(const VersionWorkload& w, const std::string& text);

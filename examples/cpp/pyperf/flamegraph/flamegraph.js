@@ -266,9 +266,11 @@
       ' samples \u00b7 sampling period ' + period;
   document.title = 'PyPerf flame graph ' + utc(data.start);
   const legend = document.getElementById('legend');
-  for (const k of ['python', 'native', 'kernel', 'marker', 'process', 'thread']) {
+  // Every kind a box can have but the root, whether or not this profile has one.
+  for (const k of KINDS.filter((k) => k !== 'root')) {
     const key = document.createElement('span');
     key.className = 'key';
+    key.dataset.kind = k;
     const swatch = document.createElement('span');
     swatch.className = 'swatch';
     swatch.style.background = colour(k, null);
