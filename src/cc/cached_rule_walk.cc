@@ -25,8 +25,10 @@ bool BeyondCopy(const NativeSnapshot& s, uint64_t addr) {
 
 bool HoldsAnchor(const NativeSnapshot& s, uint64_t frame_sp, uint64_t caller_sp, bool outermost) {
   const uint64_t anchor = s.stop_frame_anchor;
-  if (anchor == 0 || anchor < frame_sp) return false;
-  return outermost || anchor < caller_sp;
+  // A thread's outermost frame (_start, clone3) is never an eval-loop call,
+  // and its open-ended stack would take in an anchor off this stack.
+  if (anchor == 0 || outermost) return false;
+  return anchor >= frame_sp && anchor < caller_sp;
 }
 
 bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, ProcNameCache* names,
@@ -84,9 +86,10 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
     }
     // libunwind fails such a step with a marker frame: leave it to libunwind.
     if (next_ip == ip && next_cfa == cfa) return false;
-    // x86-64's ABI marks the outermost frame with an undefined RBP as well;
-    // its own stack is open-ended.
-    const bool outermost = rule.rbp == FrameRule::Saved::kUndefined;
+    // The outermost frame: an undefined return address (libunwind's step
+    // gives 0 then), or x86-64's ABI mark, an undefined RBP.
+    const bool outermost =
+        rule.return_address != FrameRule::Saved::kAtCfa || rule.rbp == FrameRule::Saved::kUndefined;
     if (!bounds.walk_past_stop_symbols && HoldsAnchor(s, cfa, next_cfa, outermost)) {
       result->reached_stop = true;
       return true;

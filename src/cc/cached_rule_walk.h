@@ -24,9 +24,9 @@
 namespace ebpf {
 
 // Whether the frame whose stack pointer is `frame_sp` and whose caller's is
-// `caller_sp` (`outermost`: it has no caller) holds the snapshot's
-// stop_frame_anchor, and so ends the unwind. Both walks ask it after each
-// step.
+// `caller_sp` holds the snapshot's stop_frame_anchor, and so ends the unwind;
+// never the outermost frame (`outermost`: it has no caller). Both walks ask
+// it after each step.
 bool HoldsAnchor(const NativeSnapshot& s, uint64_t frame_sp, uint64_t caller_sp, bool outermost);
 
 // True when the walk completed: *w holds the frames and *result says how it

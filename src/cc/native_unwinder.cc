@@ -307,7 +307,8 @@ NativeUnwindResult NativeUnwinder::Impl::Unwind(const NativeSnapshot& snapshot,
   if (!s.stack) s.stack_len = 0;
   if (s.ip == 0 || s.sp == 0 || s.pid <= 0) {
     w.AddMarker(&result, "no registers", "");
-  } else if (options_.stack_copy_only && s.stack_len == 0 && s.stack_below_sp == 0) {
+  } else if (options_.stack_copy_only && s.stack_len == 0 && s.stack_below_sp == 0 &&
+             !s.stack_cut) {
     // The copy is the only stack there is, and it is empty: the page at sp
     // was not present when the sample was taken (a page fault on it, the
     // stack growing into a new page, is where such samples come from).
@@ -341,6 +342,9 @@ NativeUnwindResult NativeUnwinder::Impl::UnwindCached(const NativeSnapshot& s, F
   }
   if (p->flush_unwind_cache) {
     unw_flush_cache(p->address_space.get(), 0, 0);
+    // No cached register state points into a module any more (and the
+    // mappings may have changed under the old ones).
+    p->unwind_modules.clear();
     p->flush_unwind_cache = false;
   }
   // A stack whose every frame is cached: no libunwind at all.
@@ -417,12 +421,11 @@ NativeUnwindResult NativeUnwinder::Impl::Walk(const NativeSnapshot& s, ProcessUn
       break;
     }
     ret = unw_step(&cursor);
-    // The frame that holds the anchor ends the unwind (the outermost frame's
-    // own stack is open-ended).
-    if (ret >= 0 && !options_.walk_past_stop_symbols && s.stop_frame_anchor != 0) {
+    // The frame that holds the anchor ends the unwind (never the outermost).
+    if (ret > 0 && !options_.walk_past_stop_symbols && s.stop_frame_anchor != 0) {
       unw_word_t caller_sp = 0;
-      if (ret > 0) unw_get_reg(&cursor, UNW_REG_SP, &caller_sp);
-      if (HoldsAnchor(s, f.sp, caller_sp, ret == 0)) {
+      unw_get_reg(&cursor, UNW_REG_SP, &caller_sp);
+      if (HoldsAnchor(s, f.sp, caller_sp, false)) {
         result.reached_stop = true;
         break;
       }

@@ -67,7 +67,8 @@ struct ProcessUnwindState {
   // Every module whose unwind table libunwind was given in this address
   // space, with its load bias: a register state libunwind cached may point
   // into its .eh_frame (a CFA expression, as a PLT's) in a later unwind that
-  // never looks the module up. One entry per load bias (mapped module).
+  // never looks the module up. One entry per load bias (mapped module);
+  // emptied when the address space's cache is flushed (a mappings refresh).
   struct UnwindModule {
     std::shared_ptr<const NativeModule> module;
     uint64_t bias = 0;

@@ -42,15 +42,20 @@ int FindProcInfo(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t* pi, int ne
   return SearchUnwindTable(as, ip, &di, pi, need_unwind_info, arg);
 }
 
+// Addresses this near the sampled sp are taken for the thread's stack.
+constexpr uint64_t kNearStackBelow = 4096, kNearStackAbove = uint64_t{1} << 20;
+
 // The bytes at `addr` from the read-only image of a module whose unwind
 // table this address space was given before (ProcessUnwindState::
-// unwind_modules), which is then served.
+// unwind_modules).
 bool ReadUnwindModuleImage(UnwindCall* call, uint64_t addr, unw_word_t* val) {
+  const NativeSnapshot& s = *call->snapshot;
+  // The thread's stack beyond its copy (leaf mode reads it live) is no module.
+  if (addr + kNearStackBelow >= s.sp && addr - s.sp < s.stack_len + kNearStackAbove) return false;
   for (const auto& known : call->process->unwind_modules) {
     const uint8_t* p = known.module->image().BytesAtVaddr(addr - known.bias, sizeof(*val), false);
     if (!p) continue;
     memcpy(val, p, sizeof(*val));
-    call->Serve(known.module, known.bias);
     return true;
   }
   return false;

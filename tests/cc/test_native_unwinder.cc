@@ -188,6 +188,16 @@ TEST_F(NativeUnwinderTest, StopsAtTheFrameThatHoldsTheAnchorNamedOrNot) {
     below.stop_frame_anchor = whole[0].sp - 8;
     EXPECT_EQ(Names(UnwindOnce(below, {}, &result)), Names(whole));
     EXPECT_FALSE(result.reached_stop);
+    // Nor one beyond the stack's outermost frame (whose own stack is
+    // open-ended): never the outermost frame, in either walk.
+    NativeSnapshot beyond = run->snapshot.View();
+    beyond.stop_frame_anchor = whole.back().sp + (uint64_t{1} << 30);
+    NativeUnwinder both;
+    for (const char* walk : {"libunwind", "cached rules"}) {
+      SCOPED_TRACE(walk);
+      EXPECT_EQ(Names(Unwind(both, beyond, &result)), Names(whole));
+      EXPECT_FALSE(result.reached_stop);
+    }
     // Walking past stop symbols (interleaved mode) ignores it.
     NativeUnwinderOptions past;
     past.walk_past_stop_symbols = true;
