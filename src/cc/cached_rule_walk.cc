@@ -10,11 +10,6 @@ namespace ebpf {
 
 namespace {
 
-// 8 bytes of the stack copy at addr, as the accessors read them first.
-bool ReadStack(const NativeSnapshot& s, uint64_t addr, uint64_t* value) {
-  return ReadStackCopy(s, addr, value);
-}
-
 // Whether a read of 8 bytes at addr failed only because the copy ends below
 // them (not a CFA below sp, which libunwind judges).
 bool BeyondCopy(const NativeSnapshot& s, uint64_t addr) {
@@ -74,14 +69,14 @@ bool WalkWithCachedRules(const NativeSnapshot& s, ProcessUnwindState* process, P
     if (!rule.simple) return false;
     uint64_t base = cfa;
     if (rule.cfa_base == FrameRule::CfaBase::kRbp) {
-      if (!rbp_read && !ReadStack(s, rbp_slot, &rbp)) return unreadable(rbp_slot);
+      if (!rbp_read && !ReadStackCopy(s, rbp_slot, &rbp)) return unreadable(rbp_slot);
       rbp_read = true;
       base = rbp;
     }
     const uint64_t next_cfa = base + static_cast<uint64_t>(static_cast<int64_t>(rule.cfa_offset));
     uint64_t next_ip = 0;  // an undefined return address: the outermost frame
     const uint64_t ra_slot = next_cfa + static_cast<uint64_t>(int64_t{rule.return_address_offset});
-    if (rule.return_address == FrameRule::Saved::kAtCfa && !ReadStack(s, ra_slot, &next_ip)) {
+    if (rule.return_address == FrameRule::Saved::kAtCfa && !ReadStackCopy(s, ra_slot, &next_ip)) {
       return unreadable(ra_slot);
     }
     // libunwind fails such a step with a marker frame: leave it to libunwind.
